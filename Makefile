@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# vsockmap build. Outputs go to .output/; `make V=1` shows full commands.
+
+PREFIX		?= /usr/local
+DESTDIR		?=
+SBINDIR		?= $(PREFIX)/sbin
+BINDIR		?= $(PREFIX)/bin
+MANDIR		?= $(PREFIX)/share/man
+SYSCONFDIR	?= /etc
+UNITDIR		?= $(PREFIX)/lib/systemd/system
+
+OUTPUT		:= .output
+CC		?= cc
+CLANG		?= clang
+BPFTOOL		?= bpftool
+PKG_CONFIG	?= pkg-config
+VMLINUX_BTF	?= /sys/kernel/btf/vmlinux
+
+PKGS		:= libbpf libsystemd inih json-c
+CFLAGS		?= -O2 -g
+WARNINGS	:= -Wall -Wextra -Werror=implicit-function-declaration -Wshadow -Wformat=2
+override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) -Isrc \
+		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -MMD -MP
+LDLIBS		+= $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I$(OUTPUT) -Iinclude -MMD -MP
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+# Modules shared by the daemon, the CLI and the unit tests.
+COMMON_SRCS	:= src/address.c src/config.c src/log.c src/control_proto.c src/util.c
+# The daemon's own modules.
+DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
+		   src/dgram_forwarder.c src/control_server.c src/sockopt.c src/daemon.c
+CTL_SRCS	:= src/vsockmapctl.c
+UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
+TOOL_SRCS	:= $(wildcard tests/tools/*.c)
+
+COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OUTPUT)/%.o)
+DAEMON_OBJS	:= $(DAEMON_SRCS:%.c=$(OUTPUT)/%.o)
+CTL_OBJS	:= $(CTL_SRCS:%.c=$(OUTPUT)/%.o)
+UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%)
+TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%)
+BPF_OBJ		:= $(OUTPUT)/vsockmap.bpf.o
+SKEL		:= $(OUTPUT)/vsockmap.skel.h
+
+BINS		:= $(OUTPUT)/vsockmapd $(OUTPUT)/vsockmapctl
+
+.DELETE_ON_ERROR:
+.PHONY: all deps check check-unit check-host check-vm demo install clean format toolcheck tools
+
+all: toolcheck $(BINS) tools
+
+tools: $(TOOL_BINS)
+
+# One readable line when a tool or library is missing or too old.
+toolcheck:
+	$(Q)scripts/check-toolchain.sh
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(BPF_OBJ): bpf/vsockmap.bpf.c $(OUTPUT)/vmlinux.h include/vsockmap.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name vsockmap_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/src/bpf_dataplane.o: $(SKEL)
+
+$(OUTPUT)/%.o: %.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/vsockmapd: $(DAEMON_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUTPUT)/vsockmapctl: $(CTL_OBJS) $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+$(OUTPUT)/tools/%: $(OUTPUT)/tests/tools/%.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+check: deps all $(UNIT_BINS)
+	$(Q)tests/run-all.sh
+
+check-unit: all $(UNIT_BINS)
+	$(Q)tests/run-all.sh unit
+
+check-host: all
+	$(Q)tests/run-all.sh host
+
+check-vm: all
+	$(Q)tests/run-all.sh vm
+
+demo: deps all
+	$(Q)tests/vm/demo.sh
+
+install: all
+	install -D -m 0755 $(OUTPUT)/vsockmapd $(DESTDIR)$(SBINDIR)/vsockmapd
+	install -D -m 0755 $(OUTPUT)/vsockmapctl $(DESTDIR)$(BINDIR)/vsockmapctl
+	install -D -m 0644 systemd/vsockmapd.service $(DESTDIR)$(UNITDIR)/vsockmapd.service
+	install -D -m 0644 config/vsockmap.conf $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf
+	for m in man/*.[0-9]; do \
+		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+
+format:
+	clang-format -i src/*.c src/*.h include/*.h bpf/*.c tests/unit/*.c tests/tools/*.c
+
+clean:
+	rm -rf $(OUTPUT)
+
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)

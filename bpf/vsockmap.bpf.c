@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vsockmap data path: each daemon socket's incoming data goes straight out of its partner.
+ *
+ * sk_skb verdict (BPF_SK_SKB_VERDICT) is the only program type that runs for unix and vsock
+ * sockets; sk_msg runs only for TCP senders. Data is redirected to the partner's egress: an
+ * ingress redirect to vsock is dropped by the kernel.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "vsockmap.h"
+
+#define AF_UNIX 1
+#define SK_USER_DATA_PTRMASK (~7UL) /* sk_user_data low bits: NOCOPY, BPF, PSOCK */
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Sockets whose incoming data the kernel redirects (the verdict runs on them), by cookie. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, VSOCKMAP_MAX_SOCKETS);
+	__type(key, __u64);
+	__type(value, __u64);
+} sockets SEC(".maps");
+
+/*
+ * Redirect destinations, by cookie. No program is attached, so their own incoming data stays
+ * in their receive queue, where the daemon reads it with the socket's normal flow control.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, VSOCKMAP_MAX_SOCKETS);
+	__type(key, __u64);
+	__type(value, __u64);
+} egress SEC(".maps");
+
+/* Socket cookie -> its partner, redirect slot and direction. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VSOCKMAP_MAX_SOCKETS);
+	__type(key, __u64);
+	__type(value, struct vsockmap_link);
+} links SEC(".maps");
+
+/* Per-direction ordering gate, mmapped by the daemon (see struct vsockmap_gate). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS);
+	__type(key, __u32);
+	__type(value, struct vsockmap_gate);
+} gates SEC(".maps");
+
+/* Per-direction byte and packet counters. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS);
+	__type(key, __u32);
+	__type(value, struct vsockmap_counters);
+} counters SEC(".maps");
+
+/* A UNIX-RECV instance of this object: its bound dgram socket (key 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dgram_sockets SEC(".maps");
+
+/* A UNIX-RECV instance: the cookie of its current target in egress (0: none). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} dgram_target SEC(".maps");
+
+/* Set by the daemon before load, for a dgram instance of this object. */
+const volatile __u32 dgram_slot = 0;
+
+/* Cookie that the queue iterator reports on; 0 reports every socket. */
+__u64 iter_cookie = 0;
+
+static __always_inline __u64 sock_cookie(struct sock *sk)
+{
+	return sk ? BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) : 0;
+}
+
+/*
+ * The cookie of the daemon socket that received skb. A unix skb is still charged to its
+ * sender, the external client, so bpf_get_socket_cookie() names the wrong socket; the
+ * receiver is the sender's peer. For vsock and TCP the skb belongs to the receiver.
+ * Returns 0 for a unix sender without a peer (a dgram sent with sendto()).
+ */
+static __always_inline __u64 receiver_cookie(struct __sk_buff *skb)
+{
+	struct bpf_sock *bsk = skb->sk;
+	struct unix_sock *sender;
+
+	if (!bsk)
+		return 0;
+	if (skb->family != AF_UNIX)
+		return bpf_get_socket_cookie(skb);
+	sender = bpf_skc_to_unix_sock(bsk);
+	if (!sender)
+		return 0;
+	return sock_cookie(sender->peer);
+}
+
+static __always_inline void count(__u32 idx, __u32 len, int what)
+{
+	struct vsockmap_counters *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (!c)
+		return;
+	if (what == SK_PASS) {
+		c->held_packets++;
+	} else if (what == SK_DROP) {
+		c->dropped_packets++;
+	} else {
+		c->bytes += len;
+		c->packets++;
+	}
+}
+
+/* Stream pairs: unix <-> vsock, unix <-> unix, unix <-> TCP. */
+SEC("sk_skb")
+int vsockmap_verdict(struct __sk_buff *skb)
+{
+	struct vsockmap_link *link;
+	struct vsockmap_gate *gate;
+	__u64 key = receiver_cookie(skb);
+	__u32 idx;
+
+	link = bpf_map_lookup_elem(&links, &key);
+	if (!link)
+		return SK_PASS; /* not ours, or not yet linked: leave it to the socket */
+	idx = link->slot * VSOCKMAP_NR_DIRS + (link->dir & 1);
+	gate = bpf_map_lookup_elem(&gates, &idx);
+	if (!gate)
+		return SK_PASS;
+	if (gate->open && gate->held == gate->released &&
+	    bpf_sk_redirect_hash(skb, &egress, &link->partner_cookie, 0) == SK_PASS) {
+		count(idx, skb->len, -1);
+		return SK_PASS;
+	}
+	/* Gate closed, or the destination left the map: the daemon takes over. */
+	__sync_fetch_and_add(&gate->held, skb->len);
+	count(idx, skb->len, SK_PASS);
+	return SK_PASS;
+}
+
+/* UNIX-RECV: every datagram goes to the current target. */
+SEC("sk_skb")
+int vsockmap_dgram_verdict(struct __sk_buff *skb)
+{
+	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0;
+	__u64 *target = bpf_map_lookup_elem(&dgram_target, &zero);
+
+	if (target && *target && bpf_sk_redirect_hash(skb, &egress, target, 0) == SK_PASS) {
+		count(idx, skb->len, -1);
+		return SK_PASS;
+	}
+	count(idx, skb->len, SK_DROP);
+	return SK_DROP;
+}
+
+/*
+ * TCP senders run sk_msg before their data is queued. Pass everything: the stream verdict
+ * above handles TCP ingress the same way as unix and vsock.
+ */
+SEC("sk_msg")
+int vsockmap_msg(struct sk_msg_md *msg)
+{
+	return SK_PASS;
+}
+
+/*
+ * Queue lengths of each socket in the sockhash, for an exact drain signal: redirected data
+ * waits in the egress socket's psock->ingress_skb until the backlog worker sends it. Reading
+ * kernel memory here is refused on a locked-down kernel; the daemon then falls back to a
+ * timed drain.
+ */
+SEC("iter/sockmap")
+int vsockmap_queues(struct bpf_iter__sockmap *ctx)
+{
+	struct vsockmap_queue_info info = {};
+	struct sock *sk = ctx->sk;
+	struct sk_psock *psock;
+
+	if (!sk)
+		return 0;
+	info.cookie = sock_cookie(sk);
+	if (iter_cookie && info.cookie != iter_cookie)
+		return 0;
+	psock = (struct sk_psock *)((unsigned long)BPF_CORE_READ(sk, sk_user_data) &
+				    SK_USER_DATA_PTRMASK);
+	if (psock) {
+		info.backlog_skbs = BPF_CORE_READ(psock, ingress_skb.qlen);
+		info.partial_bytes = BPF_CORE_READ(psock, work_state.len);
+	}
+	info.rcvq_skbs = BPF_CORE_READ(sk, sk_receive_queue.qlen);
+	bpf_seq_write(ctx->meta->seq, &info, sizeof(info));
+	return 0;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Structs and constants shared by the BPF object and the daemon. Fixed-width types only. */
+#ifndef VSOCKMAP_SHARED_H
+#define VSOCKMAP_SHARED_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Live redirects the kernel side can track; each has two directions. */
+#define VSOCKMAP_MAX_REDIRECTS 65536
+#define VSOCKMAP_MAX_SOCKETS (2 * VSOCKMAP_MAX_REDIRECTS)
+
+enum vsockmap_dir {
+	VSOCKMAP_DIR_TO_TARGET = 0, /* client -> target ("out") */
+	VSOCKMAP_DIR_TO_CLIENT = 1, /* target -> client ("in", the reply direction) */
+	VSOCKMAP_NR_DIRS = 2,
+};
+
+/*
+ * links[cookie of one of our sockets]: where its incoming data goes. Written by the daemon
+ * only, before the socket enters the sockhash.
+ */
+struct vsockmap_link {
+	__u64 partner_cookie; /* key of the egress socket in the sockhash */
+	__u32 slot;	      /* redirect slot: index into gates/counters (x2 + dir) */
+	__u32 dir;	      /* enum vsockmap_dir of data arriving on this socket */
+};
+
+/*
+ * gates[slot * 2 + dir], shared with the daemon through mmap. While the daemon still
+ * forwards bytes that arrived before the pair was complete, the verdict passes data up to
+ * the socket instead of redirecting it, and counts it in "held". The daemon opens the gate
+ * with released == held once it has read and written everything held so far; from then on
+ * the verdict redirects as long as held == released, so no byte overtakes another.
+ */
+struct vsockmap_gate {
+	__u64 held;	/* bytes passed up to the socket (written by BPF, atomic add) */
+	__u64 released; /* value of held the daemon has fully forwarded (written by daemon) */
+	__u32 open;	/* 1 once the partner is in the sockhash (written by daemon) */
+	__u32 pad;
+};
+
+/* counters[slot * 2 + dir], per CPU. */
+struct vsockmap_counters {
+	__u64 bytes;
+	__u64 packets;
+	__u64 held_packets;    /* passed to the daemon while the gate was closed */
+	__u64 dropped_packets; /* e.g. replies on a dgram redirect, which have no way back */
+};
+
+/* Records written by the queue iterator: one per socket in the sockhash. */
+struct vsockmap_queue_info {
+	__u64 cookie;
+	__u32 backlog_skbs;  /* psock->ingress_skb: redirected data not yet sent out of this socket */
+	__u32 partial_bytes; /* psock->work_state.len: an skb the worker is part-way through */
+	__u32 rcvq_skbs;     /* sk->sk_receive_queue length */
+	__u32 pad;
+};
+
+#endif

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# fetch-vm-kernel.sh - provide a kernel and its modules for the vsockmap test VM.
+#
+# Prints two lines on success:
+#   KERNEL=/path/to/vmlinuz
+#   MODULES=/path/to/lib/modules/VERSION
+# and exits non-zero with one "fetch-vm-kernel: ..." line on failure.
+#
+# Sources, in order:
+#   1. VSOCKMAP_VM_KERNEL (+ VSOCKMAP_VM_MODULES): a kernel the user names.
+#   2. A kernel already extracted into the cache (no network access at all).
+#   3. The newest Debian bookworm-backports linux-image-6.12.*-cloud-amd64-unsigned,
+#      downloaded with apt-get through a private source list derived from this
+#      machine's own Debian apt source (same URI, suite bookworm-backports).
+#
+# Environment:
+#   VSOCKMAP_VM_CACHE    cache directory (default /var/cache/vsockmap-vm, falling
+#                        back to ~/.cache/vsockmap-vm when that is not writable)
+#   VSOCKMAP_VM_KERNEL   use this vmlinuz instead of downloading one
+#   VSOCKMAP_VM_MODULES  its /lib/modules/VERSION directory (required with
+#                        VSOCKMAP_VM_KERNEL unless it can be guessed)
+#   VSOCKMAP_VM_REFRESH  set to 1 to look for a newer package even when one is cached
+#
+# The host's apt state (lists, caches, status) is never modified.
+
+set -euo pipefail
+
+PROG=fetch-vm-kernel
+PKG_REGEX='^linux-image-6\.12\.[^ ]*-cloud-amd64-unsigned$'
+# Modules the VM needs, relative to MODULES; checked so a bad kernel fails here.
+REQUIRED_MODS=(
+	kernel/net/vmw_vsock/vsock.ko
+	kernel/net/vmw_vsock/vmw_vsock_virtio_transport_common.ko
+	kernel/net/vmw_vsock/vsock_loopback.ko
+)
+
+die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+note() {
+	echo "$PROG: $*" >&2
+}
+
+# has_module MODDIR REL: the module exists (compressed or not) or is built in.
+has_module() {
+	local f
+	for f in "$1/$2" "$1/$2.xz" "$1/$2.zst" "$1/$2.gz"; do
+		[[ -f $f ]] && return 0
+	done
+	[[ -f $1/modules.builtin ]] && grep -qx "$2" "$1/modules.builtin"
+}
+
+check_modules() {
+	local moddir=$1 m
+	[[ -d $moddir ]] || die "modules directory $moddir does not exist"
+	for m in "${REQUIRED_MODS[@]}"; do
+		has_module "$moddir" "$m" || die "$moddir lacks $m (need vsock + vsock_loopback modules)"
+	done
+}
+
+emit() {
+	local kernel=$1 moddir=$2
+	[[ -f $kernel && -r $kernel ]] || die "kernel $kernel is not a readable file"
+	check_modules "$moddir"
+	echo "KERNEL=$kernel"
+	echo "MODULES=$moddir"
+}
+
+# ---- 1. user-supplied kernel -------------------------------------------------
+if [[ -n ${VSOCKMAP_VM_KERNEL:-} ]]; then
+	kernel=$VSOCKMAP_VM_KERNEL
+	[[ -f $kernel && -r $kernel ]] || die "VSOCKMAP_VM_KERNEL=$kernel is not a readable file"
+	moddir=${VSOCKMAP_VM_MODULES:-}
+	if [[ -z $moddir ]]; then
+		# vmlinuz-VERSION next to lib/modules/VERSION, as in an extracted .deb or /boot.
+		base=$(basename "$kernel")
+		ver=${base#vmlinuz-}
+		root=$(dirname "$(dirname "$kernel")")
+		for cand in "$root/lib/modules/$ver" "/lib/modules/$ver"; do
+			if [[ $ver != "$base" && -d $cand ]]; then
+				moddir=$cand
+				break
+			fi
+		done
+		[[ -n $moddir ]] || die "VSOCKMAP_VM_KERNEL is set; also set VSOCKMAP_VM_MODULES=/path/to/lib/modules/VERSION"
+	fi
+	emit "$kernel" "$moddir"
+	exit 0
+fi
+[[ -z ${VSOCKMAP_VM_MODULES:-} ]] || die "VSOCKMAP_VM_MODULES is set without VSOCKMAP_VM_KERNEL"
+
+# ---- cache directory ---------------------------------------------------------
+if [[ -n ${VSOCKMAP_VM_CACHE:-} ]]; then
+	cache=$VSOCKMAP_VM_CACHE
+	mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory $cache"
+	[[ -w $cache ]] || die "cache directory $cache is not writable"
+else
+	cache=/var/cache/vsockmap-vm
+	if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
+		cache=${XDG_CACHE_HOME:-$HOME/.cache}/vsockmap-vm
+		mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory (set VSOCKMAP_VM_CACHE)"
+	fi
+fi
+cache=$(cd "$cache" && pwd)
+
+# Serialise concurrent callers (several test runs may start at once).
+exec 9>"$cache/.lock"
+flock 9 || die "cannot lock $cache/.lock"
+
+# cached_kernel DIR: print "KERNEL MODDIR" for an extracted package, or fail.
+cached_kernel() {
+	local dir=$1 k m
+	[[ -f $dir/.complete ]] || return 1
+	for k in "$dir"/boot/vmlinuz-*; do
+		[[ -f $k ]] || continue
+		m=$dir/lib/modules/${k##*/vmlinuz-}
+		[[ -d $m ]] || continue
+		printf '%s %s\n' "$k" "$m"
+		return 0
+	done
+	return 1
+}
+
+# newest_cached: the extracted package whose name sorts last by version.
+newest_cached() {
+	local d best=
+	for d in $(find "$cache/extract" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' \
+			-printf '%f\n' 2>/dev/null | sort -V); do
+		cached_kernel "$cache/extract/$d" >/dev/null && best=$d
+	done
+	[[ -n $best ]] && echo "$best"
+}
+
+# ---- 2. cached kernel ---------------------------------------------------------
+if [[ ${VSOCKMAP_VM_REFRESH:-0} != 1 ]] && pkg=$(newest_cached); then
+	read -r kernel moddir < <(cached_kernel "$cache/extract/$pkg")
+	emit "$kernel" "$moddir"
+	exit 0
+fi
+
+# ---- 3. download ---------------------------------------------------------------
+for tool in apt-get apt-cache dpkg-deb; do
+	command -v "$tool" >/dev/null || die "$tool not found; set VSOCKMAP_VM_KERNEL and VSOCKMAP_VM_MODULES instead"
+done
+
+# find_debian_source: print "URI SIGNED_BY" for this machine's Debian archive entry
+# carrying suite bookworm (SIGNED_BY may be empty).
+find_debian_source() {
+	local f
+	shopt -s nullglob
+	# deb822 files: paragraphs separated by blank lines.
+	for f in /etc/apt/sources.list.d/*.sources; do
+		awk '
+		function flush() {
+			if (types ~ /(^| )deb( |$)/ && suites ~ /(^| )bookworm( |$)/ && enabled != "no") {
+				n = split(uris, u, " ")
+				for (i = 1; i <= n; i++)
+					if (u[i] ~ /\/debian\/?$/) { print u[i], signed; found = 1; exit }
+			}
+			types = suites = uris = signed = ""; enabled = "yes"
+		}
+		BEGIN { enabled = "yes" }
+		/^[ \t]*#/ { next }
+		/^[ \t]*$/ { flush(); next }
+		{
+			key = tolower($1); sub(/:$/, "", key)
+			val = $0; sub(/^[^:]*:[ \t]*/, "", val); gsub(/[ \t]+/, " ", val)
+			if (key == "types") types = val
+			else if (key == "suites") suites = val
+			else if (key == "uris") uris = val
+			else if (key == "signed-by") signed = val
+			else if (key == "enabled") enabled = tolower(val)
+		}
+		END { if (!found) flush() }
+		' "$f" | head -n1
+	done
+	# One-line format: deb [options] URI SUITE COMPONENTS...
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[[ -f $f ]] || continue
+		awk '
+		$1 != "deb" { next }
+		{
+			signed = ""; i = 2
+			if ($2 ~ /^\[/) {
+				while (i <= NF) {
+					if ($i ~ /^\[?signed-by=/) { s = $i; sub(/^\[?signed-by=/, "", s); sub(/\]$/, "", s); signed = s }
+					if ($i ~ /\]$/) { i++; break }
+					i++
+				}
+			}
+			if ($(i + 1) == "bookworm" && $i ~ /\/debian\/?$/) { print $i, signed; exit }
+		}
+		' "$f"
+	done
+}
+
+src_line=$(find_debian_source | head -n1)
+[[ -n $src_line ]] || die "no Debian apt source with suite bookworm found in /etc/apt; set VSOCKMAP_VM_KERNEL and VSOCKMAP_VM_MODULES"
+read -r uri signed_by <<<"$src_line"
+# A deb822 Signed-By may hold an inline key; only keep a file path.
+[[ $signed_by == /* && -f $signed_by ]] || signed_by=
+
+apt_dir=$cache/apt
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/debs" "$cache/extract"
+opts="${signed_by:+ [signed-by=$signed_by]}"
+echo "deb$opts $uri bookworm-backports main" >"$apt_dir/sources.list"
+
+APT_OPTS=(
+	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
+	-o Dir::Etc::SourceParts=/dev/null
+	-o "Dir::State::Lists=$apt_dir/lists"
+	-o "Dir::Cache=$apt_dir/cache"
+)
+# Downloads as root into a root-owned private directory: skip the _apt sandbox.
+[[ $(id -u) -ne 0 ]] || APT_OPTS+=(-o APT::Sandbox::User=root)
+
+note "updating private package lists for bookworm-backports"
+if ! out=$(apt-get "${APT_OPTS[@]}" -q update 2>&1); then
+	printf '%s\n' "$out" | tail -n 5 >&2
+	die "apt-get update of the private bookworm-backports list failed (offline? set VSOCKMAP_VM_KERNEL/VSOCKMAP_VM_MODULES)"
+fi
+
+pkg=$(apt-cache "${APT_OPTS[@]}" search --names-only "$PKG_REGEX" 2>/dev/null |
+	awk '{print $1}' | grep -E "$PKG_REGEX" | sort -V | tail -n1 || true)
+if [[ -z $pkg ]]; then
+	# Offline refresh or vanished package: fall back to what is cached.
+	if pkg=$(newest_cached); then
+		read -r kernel moddir < <(cached_kernel "$cache/extract/$pkg")
+		emit "$kernel" "$moddir"
+		exit 0
+	fi
+	die "no linux-image-6.12.*-cloud-amd64-unsigned package in bookworm-backports"
+fi
+
+dest=$cache/extract/$pkg
+if ! cached_kernel "$dest" >/dev/null; then
+	shopt -s nullglob
+	debs=("$cache/debs/${pkg}"_*.deb)
+	if ((${#debs[@]} == 0)); then
+		note "downloading $pkg"
+		if ! out=$(cd "$cache/debs" && apt-get "${APT_OPTS[@]}" -q download "$pkg" 2>&1); then
+			printf '%s\n' "$out" | tail -n 5 >&2
+			die "apt-get download $pkg failed"
+		fi
+		debs=("$cache/debs/${pkg}"_*.deb)
+		((${#debs[@]} > 0)) || die "apt-get download $pkg produced no .deb"
+	fi
+	deb=${debs[-1]}
+	note "extracting $(basename "$deb")"
+	rm -rf "$dest" "$dest.tmp"
+	dpkg-deb -x "$deb" "$dest.tmp" || die "dpkg-deb -x $deb failed"
+	mv "$dest.tmp" "$dest"
+	touch "$dest/.complete"
+fi
+
+read -r kernel moddir < <(cached_kernel "$dest") || die "$dest holds no boot/vmlinuz-* with matching lib/modules"
+emit "$kernel" "$moddir"

@@ -1,0 +1,588 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * socat-style address parsing: "KEYWORD:BODY[,name=value...]".
+ *
+ * Only the four kinds vsockmap can redirect are accepted. Parsing never touches a socket;
+ * user= and group= names are resolved here, so a typo fails at config load time instead
+ * of at the first accept().
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+#include "address.h"
+
+#define KIND_BIT(kind)	(1u << (kind))
+#define UNIX_FILE_KINDS (KIND_BIT(ADDRESS_UNIX_LISTEN) | KIND_BIT(ADDRESS_UNIX_RECV))
+#define TARGET_KINDS	(KIND_BIT(ADDRESS_UNIX_CONNECT) | KIND_BIT(ADDRESS_VSOCK_CONNECT))
+
+#define BACKLOG_MAX   65535
+#define TIMEOUT_MAX_S 3600
+#define SUGGEST_MAX   2	 /* edit distance up to which "did you mean" is offered */
+#define NAME_CMP_MAX  64 /* longer words are never close to any of our names */
+
+static const char *const kind_names[] = {
+    [ADDRESS_UNIX_LISTEN] = "UNIX-LISTEN",
+    [ADDRESS_UNIX_RECV] = "UNIX-RECV",
+    [ADDRESS_UNIX_CONNECT] = "UNIX-CONNECT",
+    [ADDRESS_VSOCK_CONNECT] = "VSOCK-CONNECT",
+};
+
+#define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
+
+static const struct address_keyword {
+	const char *name;
+	enum address_kind kind;
+} keywords[] = {
+    {"UNIX-LISTEN", ADDRESS_UNIX_LISTEN},
+    {"UNIX-L", ADDRESS_UNIX_LISTEN}, /* socat's abbreviation */
+    {"UNIX-RECV", ADDRESS_UNIX_RECV},
+    {"UNIX-CONNECT", ADDRESS_UNIX_CONNECT},
+    {"UNIX-CLIENT", ADDRESS_UNIX_CONNECT},
+    {"VSOCK-CONNECT", ADDRESS_VSOCK_CONNECT},
+};
+
+#define N_KEYWORDS (sizeof(keywords) / sizeof(keywords[0]))
+
+enum option_id {
+	OPT_MODE,
+	OPT_USER,
+	OPT_GROUP,
+	OPT_TYPE,
+	OPT_CONNECT_TIMEOUT,
+	OPT_BACKLOG,
+	OPT_FORK,
+};
+
+static const struct address_option {
+	const char *name;
+	enum option_id id;
+	unsigned int kinds; /* KIND_BIT()s the option applies to */
+	bool takes_value;
+} options[] = {
+    {"mode", OPT_MODE, UNIX_FILE_KINDS, true},
+    {"perm", OPT_MODE, UNIX_FILE_KINDS, true}, /* socat alias */
+    {"user", OPT_USER, UNIX_FILE_KINDS, true},
+    {"owner", OPT_USER, UNIX_FILE_KINDS, true}, /* socat alias */
+    {"group", OPT_GROUP, UNIX_FILE_KINDS, true},
+    {"type", OPT_TYPE, KIND_BIT(ADDRESS_VSOCK_CONNECT), true},
+    {"connect-timeout", OPT_CONNECT_TIMEOUT, TARGET_KINDS, true},
+    {"backlog", OPT_BACKLOG, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
+    /* socat needs fork for one child per connection; we always redirect each one. */
+    {"fork", OPT_FORK, KIND_BIT(ADDRESS_UNIX_LISTEN), false},
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static int set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static unsigned int edit_distance(const char *a, const char *b)
+{
+	unsigned int row[NAME_CMP_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+
+	if (la > NAME_CMP_MAX || lb > NAME_CMP_MAX)
+		return UINT32_MAX;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		unsigned int diag = row[0], up;
+
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			unsigned int best;
+
+			up = row[j];
+			best = diag + (tolower((unsigned char)a[i - 1]) !=
+				       tolower((unsigned char)b[j - 1]));
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+const char *address_closest_name(const char *word, const char *const *names, size_t n)
+{
+	unsigned int best = SUGGEST_MAX + 1, d;
+	const char *found = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		d = edit_distance(word, names[i]);
+		/* "ab" is two edits from any two-letter name: that is noise, not a typo. */
+		if (d < best && d < strlen(word)) {
+			best = d;
+			found = names[i];
+		}
+	}
+	return found;
+}
+
+const char *address_kind_name(enum address_kind kind)
+{
+	return (unsigned int)kind < N_KINDS ? kind_names[kind] : "?";
+}
+
+bool address_is_listener(const struct address *addr)
+{
+	return addr && (addr->kind == ADDRESS_UNIX_LISTEN || addr->kind == ADDRESS_UNIX_RECV);
+}
+
+bool address_is_target(const struct address *addr)
+{
+	return addr && (addr->kind == ADDRESS_UNIX_CONNECT || addr->kind == ADDRESS_VSOCK_CONNECT);
+}
+
+int address_check_path(const char *path, char *err, size_t errlen)
+{
+	size_t len = strlen(path), i;
+
+	if (!len)
+		return set_err(err, errlen, "path is empty");
+	if (len >= ADDRESS_PATH_MAX)
+		return set_err(err, errlen, "path is %zu bytes, longer than sun_path's %zu", len,
+			       ADDRESS_PATH_MAX - 1);
+	for (i = 0; i < len; i++)
+		if (iscntrl((unsigned char)path[i]))
+			return set_err(err, errlen, "path contains control character 0x%02x",
+				       (unsigned char)path[i]);
+	if (isspace((unsigned char)path[0]) || isspace((unsigned char)path[len - 1]))
+		return set_err(err, errlen, "path \"%s\" starts or ends with whitespace", path);
+	return 0;
+}
+
+/*
+ * Unsigned decimal with no sign, no base prefix. Returns 0, -EINVAL when text does not start
+ * with a digit, -ERANGE when the value exceeds max; *end points past the digits.
+ */
+static int parse_decimal(const char *text, uint64_t max, uint64_t *val, const char **end)
+{
+	const char *p = text;
+	uint64_t v = 0;
+	bool overflow = false;
+
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		if (!overflow && v > (max - (uint64_t)(*p - '0')) / 10)
+			overflow = true;
+		if (!overflow)
+			v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*end = p;
+	*val = v;
+	return overflow ? -ERANGE : 0;
+}
+
+/* A whole decimal number "what" in [min, max]; every error names what and the text. */
+static int parse_number(const char *what, const char *text, uint64_t min, uint64_t max,
+			uint64_t *val, char *err, size_t errlen)
+{
+	const char *end;
+	int r;
+
+	r = parse_decimal(text, UINT64_MAX, val, &end);
+	if (r == -EINVAL || (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')))
+		return set_err(err, errlen, "%s \"%s\" is not a decimal number", what, text);
+	if (*end)
+		return set_err(err, errlen, "trailing garbage \"%s\" after %s %.*s", end, what,
+			       (int)(end - text), text);
+	if (r || *val < min || *val > max)
+		return set_err(err, errlen, "%s %s is out of range (%llu..%llu)", what, text,
+			       (unsigned long long)min, (unsigned long long)max);
+	return 0;
+}
+
+int address_parse_seconds(const char *name, const char *text, bool allow_zero, unsigned int *ms,
+			  char *err, size_t errlen)
+{
+	uint64_t sec = 0, frac_ns = 0, scale = 100000000;
+	unsigned int int_digits = 0, frac_digits = 0;
+	const char *p = text;
+
+	/* By hand rather than strtod(): no locale decimal comma, no "inf", no "1e3". */
+	for (; isdigit((unsigned char)*p); p++, int_digits++)
+		if (sec <= TIMEOUT_MAX_S)
+			sec = sec * 10 + (uint64_t)(*p - '0');
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++, frac_digits++) {
+			frac_ns += (uint64_t)(*p - '0') * scale;
+			scale /= 10;
+		}
+		if (!frac_digits)
+			int_digits = 0;
+	}
+	if (!int_digits || *p)
+		return set_err(err, errlen, "%s \"%s\" is not a number of seconds (e.g. 5 or 0.5)",
+			       name, text);
+	if (sec > TIMEOUT_MAX_S || (sec == TIMEOUT_MAX_S && frac_ns))
+		return set_err(err, errlen, "%s %s is longer than %u seconds", name, text,
+			       TIMEOUT_MAX_S);
+	if (!sec && !frac_ns && !allow_zero)
+		return set_err(err, errlen, "%s %s must be greater than 0", name, text);
+	/* Round up so that 0.0001 s does not become "no timeout". */
+	*ms = (unsigned int)(sec * 1000 + (frac_ns + 999999) / 1000000);
+	return 0;
+}
+
+static int parse_mode(const char *text, mode_t *mode, char *err, size_t errlen)
+{
+	unsigned long v = 0;
+	const char *p;
+
+	for (p = text; *p >= '0' && *p <= '7'; p++)
+		if (v <= 07777)
+			v = v * 8 + (unsigned long)(*p - '0');
+	if (p == text || *p)
+		return set_err(err, errlen, "mode \"%s\" is not an octal number (e.g. 0660)", text);
+	if (v > 07777)
+		return set_err(err, errlen, "mode %s is larger than 07777", text);
+	*mode = (mode_t)v;
+	return 0;
+}
+
+/* getpwnam_r()/getgrnam_r() report "no such entry" as 0 plus NULL, or as one of these. */
+static bool nss_not_found(int r)
+{
+	return r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM;
+}
+
+/* user=/group= take a name or a number; (uid_t)-1 means "leave unchanged" to chown(). */
+static int parse_owner(const char *what, const char *text, uint32_t *id, char *err, size_t errlen)
+{
+	bool is_user = !strcmp(what, "user");
+	long hint = sysconf(is_user ? _SC_GETPW_R_SIZE_MAX : _SC_GETGR_R_SIZE_MAX);
+	size_t size = hint > 0 ? (size_t)hint : 16384;
+	struct passwd pw, *pw_res = NULL;
+	struct group gr, *gr_res = NULL;
+	uint64_t v;
+	char *buf;
+	int r;
+
+	if (isdigit((unsigned char)text[0])) {
+		r = parse_number(what, text, 0, UINT32_MAX - 1, &v, err, errlen);
+		if (!r)
+			*id = (uint32_t)v;
+		return r;
+	}
+	for (;;) {
+		buf = malloc(size);
+		if (!buf) {
+			set_err(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		if (is_user)
+			r = getpwnam_r(text, &pw, buf, size, &pw_res);
+		else
+			r = getgrnam_r(text, &gr, buf, size, &gr_res);
+		if (r != ERANGE || size >= 1 << 20)
+			break;
+		free(buf);
+		size *= 2;
+	}
+	free(buf);
+	if (pw_res || gr_res) {
+		*id = pw_res ? pw.pw_uid : gr.gr_gid;
+		return 0;
+	}
+	if (nss_not_found(r))
+		return set_err(err, errlen, "unknown %s \"%s\"", what, text);
+	return set_err(err, errlen, "cannot look up %s \"%s\": %s", what, text, strerror(r));
+}
+
+static void kinds_list(unsigned int kinds, char *buf, size_t len)
+{
+	size_t k, used = 0;
+
+	buf[0] = '\0';
+	for (k = 0; k < N_KINDS; k++)
+		if (kinds & KIND_BIT(k))
+			used += (size_t)snprintf(buf + used, len > used ? len - used : 0, "%s%s",
+						 used ? ", " : "", kind_names[k]);
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+static int apply_option(struct address *addr, const struct address_option *opt, char *value,
+			char *err, size_t errlen)
+{
+	uint32_t id = 0;
+	uint64_t v;
+	int r = 0;
+
+	switch (opt->id) {
+	case OPT_MODE:
+		r = parse_mode(value, &addr->mode, err, errlen);
+		addr->has_mode = true;
+		break;
+	case OPT_USER:
+		r = parse_owner("user", value, &id, err, errlen);
+		addr->user = (uid_t)id;
+		addr->has_user = true;
+		break;
+	case OPT_GROUP:
+		r = parse_owner("group", value, &id, err, errlen);
+		addr->group = (gid_t)id;
+		addr->has_group = true;
+		break;
+	case OPT_TYPE:
+		if (!strcasecmp(value, "stream"))
+			addr->sock_type = SOCK_STREAM;
+		else if (!strcasecmp(value, "seqpacket"))
+			addr->sock_type = SOCK_SEQPACKET;
+		else
+			r = set_err(err, errlen,
+				    "type \"%s\" is not supported for %s (use stream or seqpacket)",
+				    value, kind_names[addr->kind]);
+		break;
+	case OPT_CONNECT_TIMEOUT:
+		r = address_parse_seconds("connect-timeout", value, false,
+					  &addr->connect_timeout_ms, err, errlen);
+		break;
+	case OPT_BACKLOG:
+		r = parse_number("backlog", value, 1, BACKLOG_MAX, &v, err, errlen);
+		if (!r)
+			addr->backlog = (int)v;
+		break;
+	case OPT_FORK:
+		break;
+	}
+	return r;
+}
+
+static int parse_options(struct address *addr, char *text, char *err, size_t errlen)
+{
+	const char *names[N_OPTIONS], *hint;
+	const struct address_option *opt;
+	unsigned int seen = 0;
+	char *item, *next, *value, *name;
+	char applies[128];
+	size_t i;
+	int r;
+
+	for (item = text; item; item = next) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		value = strchr(item, '=');
+		if (value)
+			*value++ = '\0';
+		name = trim(item);
+		if (!*name)
+			return set_err(err, errlen, "empty option (stray ',')");
+
+		opt = NULL;
+		for (i = 0; i < N_OPTIONS; i++) {
+			names[i] = options[i].name;
+			if (!strcasecmp(name, options[i].name))
+				opt = &options[i];
+		}
+		if (!opt) {
+			hint = address_closest_name(name, names, N_OPTIONS);
+			if (hint)
+				return set_err(err, errlen,
+					       "unknown option \"%s\" (did you mean \"%s\"?)", name,
+					       hint);
+			return set_err(err, errlen, "unknown option \"%s\"", name);
+		}
+		if (!(opt->kinds & KIND_BIT(addr->kind))) {
+			kinds_list(opt->kinds, applies, sizeof(applies));
+			return set_err(err, errlen,
+				       "option \"%s\" does not apply to %s (only to %s)", opt->name,
+				       kind_names[addr->kind], applies);
+		}
+		if (seen & (1u << opt->id)) {
+			for (i = 0; options[i].id != opt->id; i++)
+				;
+			if (options[i].name == opt->name)
+				return set_err(err, errlen, "duplicate option \"%s\"", opt->name);
+			return set_err(err, errlen,
+				       "duplicate option \"%s\" (given as its alias \"%s\")",
+				       options[i].name, opt->name);
+		}
+		seen |= 1u << opt->id;
+
+		if (!opt->takes_value) {
+			if (value)
+				return set_err(err, errlen, "option \"%s\" takes no value",
+					       opt->name);
+			continue;
+		}
+		value = value ? trim(value) : NULL;
+		if (!value || !*value)
+			return set_err(err, errlen, "option \"%s\" needs a value (%s=...)",
+				       opt->name, opt->name);
+		r = apply_option(addr, opt, value, err, errlen);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_vsock(struct address *addr, char *body, char *err, size_t errlen)
+{
+	char *port = strchr(body, ':');
+	uint64_t v;
+	int r;
+
+	if (!*body)
+		return set_err(err, errlen, "missing CID:PORT after VSOCK-CONNECT:");
+	if (!port)
+		return set_err(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
+	*port++ = '\0';
+	if (!*body)
+		return set_err(err, errlen, "missing CID: expected VSOCK-CONNECT:CID:PORT");
+	if (!*port)
+		return set_err(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
+
+	r = parse_number("CID", body, 0, UINT32_MAX, &v, err, errlen);
+	if (r)
+		return r;
+	if (v == VMADDR_CID_ANY)
+		return set_err(err, errlen,
+			       "CID %s is VMADDR_CID_ANY, which only makes sense for bind(); "
+			       "a connect target needs a real CID (2 is the host)",
+			       body);
+	addr->cid = (uint32_t)v;
+
+	r = parse_number("port", port, 0, UINT32_MAX, &v, err, errlen);
+	if (r)
+		return r;
+	if (v == VMADDR_PORT_ANY)
+		return set_err(err, errlen,
+			       "port %s is VMADDR_PORT_ANY, which only makes sense for bind(); "
+			       "a connect target needs a real port",
+			       port);
+	addr->port = (uint32_t)v;
+	return 0;
+}
+
+static int parse_copy(char *text, struct address *addr, char *err, size_t errlen)
+{
+	const char *names[N_KINDS], *hint;
+	const struct address_keyword *kw = NULL;
+	char *body, *opts, supported[128];
+	size_t kwlen, i;
+	int r;
+
+	kwlen = strcspn(text, ":,");
+	if (!kwlen)
+		return set_err(err, errlen, "missing address type before \"%s\"", text);
+	for (i = 0; i < N_KEYWORDS; i++)
+		if (strlen(keywords[i].name) == kwlen &&
+		    !strncasecmp(text, keywords[i].name, kwlen))
+			kw = &keywords[i];
+	if (!kw) {
+		text[kwlen] = '\0';
+		for (i = 0; i < N_KINDS; i++)
+			names[i] = kind_names[i];
+		kinds_list(~0u, supported, sizeof(supported));
+		hint = address_closest_name(text, names, N_KINDS);
+		if (hint)
+			return set_err(
+			    err, errlen,
+			    "unknown address type \"%s\" (did you mean \"%s\"? supported: %s)",
+			    text, hint, supported);
+		return set_err(err, errlen, "unknown address type \"%s\" (supported: %s)", text,
+			       supported);
+	}
+	addr->kind = kw->kind;
+	addr->sock_type = kw->kind == ADDRESS_UNIX_RECV ? SOCK_DGRAM : SOCK_STREAM;
+
+	if (text[kwlen] != ':') {
+		if (kw->kind == ADDRESS_VSOCK_CONNECT)
+			return set_err(err, errlen,
+				       "missing CID:PORT: expected VSOCK-CONNECT:CID:PORT");
+		return set_err(err, errlen, "missing path: expected %s:PATH", kind_names[kw->kind]);
+	}
+	body = text + kwlen + 1;
+	opts = strchr(body, ',');
+	if (opts)
+		*opts++ = '\0';
+
+	if (kw->kind == ADDRESS_VSOCK_CONNECT) {
+		r = parse_vsock(addr, body, err, errlen);
+	} else if (!*body) {
+		r = set_err(err, errlen, "missing path after %s:", kind_names[kw->kind]);
+	} else {
+		r = address_check_path(body, err, errlen);
+		if (!r)
+			memcpy(addr->path, body, strlen(body) + 1);
+	}
+	if (!r && opts)
+		r = parse_options(addr, opts, err, errlen);
+	return r;
+}
+
+int address_parse(const char *text, struct address *out, char *err, size_t errlen)
+{
+	struct address addr = {0};
+	char *copy;
+	int r;
+
+	if (!text || !*text)
+		return set_err(err, errlen, "empty address");
+	copy = strdup(text);
+	if (!copy) {
+		set_err(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = parse_copy(copy, &addr, err, errlen);
+	free(copy);
+	if (!r)
+		*out = addr;
+	return r;
+}
+
+int address_format(const struct address *addr, char *buf, size_t len)
+{
+	int n;
+
+	if (!addr || (unsigned int)addr->kind >= N_KINDS)
+		return -EINVAL;
+	if (addr->kind == ADDRESS_VSOCK_CONNECT)
+		n = snprintf(buf, len, "VSOCK-CONNECT:%u:%u%s", addr->cid, addr->port,
+			     addr->sock_type == SOCK_SEQPACKET ? ",type=seqpacket" : "");
+	else
+		n = snprintf(buf, len, "%s:%s", kind_names[addr->kind], addr->path);
+	if (n < 0)
+		return -EINVAL;
+	return (size_t)n < len ? 0 : -ENOSPC;
+}

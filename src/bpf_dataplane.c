@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_dataplane.h"
+#include "log.h"
+#include "vsockmap.skel.h"
+
+struct dataplane {
+	struct vsockmap_bpf *skel;
+	struct dataplane_features features;
+	struct vsockmap_gate *gates; /* mmap of the gates map */
+	size_t gates_len;
+	int ncpus;
+	struct vsockmap_counters *percpu; /* scratch for counter reads, ncpus entries */
+	uint32_t *free_slots;		  /* stack of unused slots */
+	uint32_t n_free;
+};
+
+struct dgram_plane {
+	struct vsockmap_bpf *skel;
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[1024];
+	int prio = level == LIBBPF_WARN ? LOG_NOTICE : LOG_DEBUG; /* one level lower */
+	size_t n;
+
+	if (prio > log_get_level())
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	if (n && line[n - 1] == '\n')
+		line[n - 1] = '\0';
+	log_msg(prio, "libbpf: %s", line);
+	return 0;
+}
+
+static int skel_load(struct dataplane *dp, bool with_iterator)
+{
+	struct vsockmap_bpf *skel;
+	int err;
+
+	skel = vsockmap_bpf__open();
+	if (!skel)
+		return -errno;
+	bpf_program__set_autoload(skel->progs.vsockmap_dgram_verdict, false);
+	bpf_program__set_autoload(skel->progs.vsockmap_queues, with_iterator);
+	err = vsockmap_bpf__load(skel);
+	if (err) {
+		vsockmap_bpf__destroy(skel);
+		return err;
+	}
+	dp->skel = skel;
+	return 0;
+}
+
+static int attach_verdicts(struct dataplane *dp)
+{
+	int map = bpf_map__fd(dp->skel->maps.sockets);
+	int err;
+
+	/* bpf_program__attach_sockmap() needs libbpf 1.5; bookworm has 1.1. */
+	err = bpf_prog_attach(bpf_program__fd(dp->skel->progs.vsockmap_verdict), map,
+			      BPF_SK_SKB_VERDICT, 0);
+	if (err)
+		return log_errno(LOG_ERR, errno, "attaching the sk_skb verdict to the sockhash");
+	err = bpf_prog_attach(bpf_program__fd(dp->skel->progs.vsockmap_msg), map,
+			      BPF_SK_MSG_VERDICT, 0);
+	if (err)
+		return log_errno(LOG_ERR, errno, "attaching the sk_msg program to the sockhash");
+	return 0;
+}
+
+static int init_slots(struct dataplane *dp)
+{
+	uint32_t i;
+
+	dp->free_slots = calloc(VSOCKMAP_MAX_REDIRECTS, sizeof(*dp->free_slots));
+	if (!dp->free_slots)
+		return -ENOMEM;
+	for (i = 0; i < VSOCKMAP_MAX_REDIRECTS; i++)
+		dp->free_slots[i] = VSOCKMAP_MAX_REDIRECTS - 1 - i;
+	dp->n_free = VSOCKMAP_MAX_REDIRECTS;
+	return 0;
+}
+
+int dataplane_open(struct dataplane **out, enum drain_mode mode)
+{
+	struct dataplane *dp;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return -ENOMEM;
+	dp->ncpus = libbpf_num_possible_cpus();
+	if (dp->ncpus <= 0) {
+		err = dp->ncpus ? dp->ncpus : -EINVAL;
+		goto out_free;
+	}
+	dp->percpu = calloc(dp->ncpus, sizeof(*dp->percpu));
+	err = dp->percpu ? init_slots(dp) : -ENOMEM;
+	if (err)
+		goto out_free;
+
+	err = -EPERM;
+	if (mode != DRAIN_TIMED) {
+		err = skel_load(dp, true);
+		if (err && mode == DRAIN_ITERATOR) {
+			log_errno(LOG_ERR, err, "loading the BPF object with its queue iterator");
+			goto out_free;
+		}
+	}
+	dp->features.iterator = !err;
+	dp->features.iterator_error = err;
+	if (err) {
+		err = skel_load(dp, false);
+		if (err) {
+			log_errno(LOG_ERR, err, "loading the BPF object");
+			goto out_free;
+		}
+	}
+
+	dp->gates_len = sizeof(struct vsockmap_gate) * VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS;
+	dp->gates = mmap(NULL, dp->gates_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_map__fd(dp->skel->maps.gates), 0);
+	if (dp->gates == MAP_FAILED) {
+		dp->gates = NULL;
+		err = log_errno(LOG_ERR, errno, "mapping the gates map");
+		goto out_free;
+	}
+	err = attach_verdicts(dp);
+	if (err)
+		goto out_free;
+	*out = dp;
+	return 0;
+
+out_free:
+	dataplane_close(dp);
+	return err;
+}
+
+void dataplane_close(struct dataplane *dp)
+{
+	if (!dp)
+		return;
+	if (dp->gates)
+		munmap(dp->gates, dp->gates_len);
+	vsockmap_bpf__destroy(dp->skel);
+	free(dp->free_slots);
+	free(dp->percpu);
+	free(dp);
+}
+
+const struct dataplane_features *dataplane_features(const struct dataplane *dp)
+{
+	return &dp->features;
+}
+
+int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
+{
+	uint32_t s, dir, idx;
+	int err;
+
+	if (!dp->n_free)
+		return -ENOSPC;
+	s = dp->free_slots[--dp->n_free];
+	memset(dp->percpu, 0, sizeof(*dp->percpu) * dp->ncpus);
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		idx = s * VSOCKMAP_NR_DIRS + dir;
+		memset(&dp->gates[idx], 0, sizeof(dp->gates[idx]));
+		err = bpf_map_update_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu,
+					  BPF_ANY);
+		if (err) {
+			err = -errno;
+			dp->free_slots[dp->n_free++] = s;
+			return err;
+		}
+	}
+	*slot = s;
+	return 0;
+}
+
+void dataplane_slot_free(struct dataplane *dp, uint32_t slot)
+{
+	dp->free_slots[dp->n_free++] = slot;
+}
+
+int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,
+		   uint32_t dir)
+{
+	struct vsockmap_link link = { .partner_cookie = partner, .slot = slot, .dir = dir };
+
+	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.links), &cookie, &link, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static int sockhash_add(struct bpf_map *map, uint64_t cookie, int fd)
+{
+	uint64_t value = fd;
+
+	return bpf_map_update_elem(bpf_map__fd(map), &cookie, &value, BPF_ANY) ? -errno : 0;
+}
+
+int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd)
+{
+	return sockhash_add(dp->skel->maps.sockets, cookie, fd);
+}
+
+int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd)
+{
+	return sockhash_add(dp->skel->maps.egress, cookie, fd);
+}
+
+void dataplane_remove(struct dataplane *dp, uint64_t cookie)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie);
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.egress), &cookie);
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.links), &cookie);
+}
+
+struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir)
+{
+	return &dp->gates[slot * VSOCKMAP_NR_DIRS + dir];
+}
+
+int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
+		       struct vsockmap_counters *sum)
+{
+	uint32_t idx = slot * VSOCKMAP_NR_DIRS + dir;
+	int cpu;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu))
+		return -errno;
+	memset(sum, 0, sizeof(*sum));
+	for (cpu = 0; cpu < dp->ncpus; cpu++) {
+		sum->bytes += dp->percpu[cpu].bytes;
+		sum->packets += dp->percpu[cpu].packets;
+		sum->held_packets += dp->percpu[cpu].held_packets;
+		sum->dropped_packets += dp->percpu[cpu].dropped_packets;
+	}
+	return 0;
+}
+
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, struct vsockmap_queue_info *out)
+{
+	union bpf_iter_link_info linfo = {};
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
+		    .link_info_len = sizeof(linfo));
+	struct vsockmap_queue_info info;
+	struct bpf_link *link;
+	int iter_fd, err = -ENOENT;
+	ssize_t n;
+
+	if (!dp->features.iterator)
+		return -EOPNOTSUPP;
+	dp->skel->bss->iter_cookie = cookie;
+	linfo.map.map_fd = bpf_map__fd(dp->skel->maps.egress);
+	link = bpf_program__attach_iter(dp->skel->progs.vsockmap_queues, &opts);
+	if (!link)
+		return -errno;
+	iter_fd = bpf_iter_create(bpf_link__fd(link));
+	if (iter_fd < 0) {
+		err = -errno;
+		goto out_link;
+	}
+	while ((n = read(iter_fd, &info, sizeof(info))) == sizeof(info)) {
+		if (info.cookie == cookie) {
+			*out = info;
+			err = 0;
+		}
+	}
+	if (n < 0)
+		err = -errno;
+	close(iter_fd);
+out_link:
+	bpf_link__destroy(link);
+	return err;
+}
+
+int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out)
+{
+	struct vsockmap_bpf *main = dp->skel;
+	struct dgram_plane *gp;
+	struct bpf_program *prog;
+	int err;
+
+	gp = calloc(1, sizeof(*gp));
+	if (!gp)
+		return -ENOMEM;
+	gp->skel = vsockmap_bpf__open();
+	if (!gp->skel) {
+		err = -errno;
+		goto out_free;
+	}
+	bpf_object__for_each_program(prog, gp->skel->obj)
+		bpf_program__set_autoload(prog, prog == gp->skel->progs.vsockmap_dgram_verdict);
+	gp->skel->rodata->dgram_slot = slot;
+	/* Share everything but the pair's own sockhash with the main instance. */
+	err = bpf_map__reuse_fd(gp->skel->maps.counters, bpf_map__fd(main->maps.counters));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.links, bpf_map__fd(main->maps.links));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.gates, bpf_map__fd(main->maps.gates));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.sockets, bpf_map__fd(main->maps.sockets));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.egress, bpf_map__fd(main->maps.egress));
+	err = err ?: vsockmap_bpf__load(gp->skel);
+	if (err)
+		goto out_free;
+	if (bpf_prog_attach(bpf_program__fd(gp->skel->progs.vsockmap_dgram_verdict),
+			    bpf_map__fd(gp->skel->maps.dgram_sockets), BPF_SK_SKB_VERDICT, 0)) {
+		err = -errno;
+		goto out_free;
+	}
+	*out = gp;
+	return 0;
+
+out_free:
+	dgram_plane_close(gp);
+	return err;
+}
+
+void dgram_plane_close(struct dgram_plane *gp)
+{
+	if (!gp)
+		return;
+	vsockmap_bpf__destroy(gp->skel);
+	free(gp);
+}
+
+int dgram_plane_set_socket(struct dgram_plane *gp, int fd)
+{
+	int map = bpf_map__fd(gp->skel->maps.dgram_sockets);
+	uint64_t value = fd;
+	uint32_t key = 0;
+	int err;
+
+	if (fd < 0)
+		err = bpf_map_delete_elem(map, &key);
+	else
+		err = bpf_map_update_elem(map, &key, &value, BPF_ANY);
+	return err && errno != ENOENT ? -errno : 0;
+}
+
+int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(gp->skel->maps.dgram_target), &key, &cookie, BPF_ANY))
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The kernel data path: the BPF object, its maps, and the per-redirect slots. */
+#ifndef VSOCKMAP_BPF_DATAPLANE_H
+#define VSOCKMAP_BPF_DATAPLANE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vsockmap.h"
+
+struct dataplane;
+struct dgram_plane;
+
+enum drain_mode {
+	DRAIN_AUTO,	/* use the queue iterator if the kernel allows it */
+	DRAIN_ITERATOR, /* require it */
+	DRAIN_TIMED,	/* never use it: wait for counters to settle */
+};
+
+struct dataplane_features {
+	bool iterator;	    /* the queue iterator loaded: exact drain signal */
+	int iterator_error; /* -errno from loading it, when it did not */
+};
+
+int dataplane_open(struct dataplane **out, enum drain_mode mode);
+void dataplane_close(struct dataplane *dp);
+const struct dataplane_features *dataplane_features(const struct dataplane *dp);
+
+int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot);
+void dataplane_slot_free(struct dataplane *dp, uint32_t slot);
+
+/* Link a source socket to its destination (direction dir of slot). */
+int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,
+		   uint32_t dir);
+/* A socket whose incoming data the verdict redirects. Link it first. */
+int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd);
+/* A socket that redirected data is sent out of; its own incoming data is left alone. */
+int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd);
+/* Remove from both sockhashes and drop the link; missing entries are not an error. */
+void dataplane_remove(struct dataplane *dp, uint64_t cookie);
+
+struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir);
+int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
+		       struct vsockmap_counters *sum);
+
+/* Queue lengths of one destination. -EOPNOTSUPP without the iterator, -ENOENT if absent. */
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, struct vsockmap_queue_info *out);
+
+/* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */
+int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out);
+void dgram_plane_close(struct dgram_plane *gp);
+/* Hand the bound dgram socket to the verdict; fd < 0 takes it back. */
+int dgram_plane_set_socket(struct dgram_plane *gp, int fd);
+/* Where datagrams go: a destination added with dataplane_add_destination(); 0 for none. */
+int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie);
+
+#endif

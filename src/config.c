@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vsockmap.conf loader on top of libinih.
+ *
+ * inih (r55 as shipped by Debian 12) neither passes line numbers to the handler nor reports
+ * empty sections, so every line goes through config_reader() first: it counts lines, tracks
+ * section headers (and so sees [empty] ones), rejects what inih would reject, and
+ * normalises each line before inih splits it. Comments start with ';' or '#' at the start
+ * of a line or after whitespace. The first error stops the parse; config_load() reports
+ * exactly one.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <ini.h>
+
+#include "config.h"
+
+#define DAEMON_SECTION	   "daemon"
+#define DEFAULT_CONNECT_MS 5000
+#define DEFAULT_DRAIN_MS   10000
+#define DEFAULT_SNDBUF	   (4u << 20)
+#define SNDBUF_MIN	   (64u << 10)
+#define SNDBUF_MAX	   (256u << 20)
+#define MSG_MAX		   512
+
+enum section_kind {
+	SECTION_NONE, /* before the first header */
+	SECTION_DAEMON,
+	SECTION_REDIRECT, /* the last entry of loader.redirects */
+};
+
+enum daemon_key { KEY_CONTROL, KEY_CONNECT_TIMEOUT, KEY_SNDBUF, KEY_DRAIN_TIMEOUT, KEY_LOG_LEVEL };
+static const char *const daemon_keys[] = {
+    "control", "connect-timeout", "sndbuf", "drain-timeout", "log-level",
+};
+
+enum redirect_key { KEY_LISTEN, KEY_CONNECT };
+static const char *const redirect_keys[] = {"listen", "connect"};
+
+#define N_DAEMON_KEYS	(sizeof(daemon_keys) / sizeof(daemon_keys[0]))
+#define N_REDIRECT_KEYS (sizeof(redirect_keys) / sizeof(redirect_keys[0]))
+
+static const char *const log_level_names[] = {"err", "warning", "notice", "info", "debug"};
+static const int log_level_values[] = {LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG};
+
+_Static_assert(N_REDIRECT_KEYS <= N_DAEMON_KEYS, "loader.key_lines holds either section's keys");
+
+#define N_LOG_LEVELS (sizeof(log_level_names) / sizeof(log_level_names[0]))
+
+struct loader {
+	const char *path;
+	FILE *file;
+	char *buf; /* getline() buffer */
+	size_t buf_size;
+	unsigned int line; /* number of the line inih is working on */
+
+	char *err;
+	size_t errlen;
+	int error; /* first error (-errno), 0 while none */
+	unsigned int error_line;
+
+	enum section_kind section;
+	unsigned int section_line;
+	unsigned int key_lines[N_DAEMON_KEYS]; /* where each key of the section was set */
+	unsigned int daemon_line;	       /* header of [daemon], 0 if none yet */
+	unsigned int control_line;
+
+	struct daemon_config daemon;
+	struct redirect_config *redirects;
+	unsigned int *listen_lines; /* parallel to redirects */
+	size_t n_redirects;
+	size_t capacity;
+};
+
+static int loader_error(struct loader *ld, unsigned int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int loader_error(struct loader *ld, unsigned int line, const char *fmt, ...)
+{
+	char msg[MSG_MAX];
+	va_list ap;
+
+	if (ld->error)
+		return ld->error;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ld->err && ld->errlen) {
+		if (line)
+			snprintf(ld->err, ld->errlen, "%s:%u: %s", ld->path, line, msg);
+		else
+			snprintf(ld->err, ld->errlen, "%s: %s", ld->path, msg);
+	}
+	ld->error = -EINVAL;
+	ld->error_line = line;
+	return ld->error;
+}
+
+static int loader_io_error(struct loader *ld, const char *what, int errnum)
+{
+	if (ld->err && ld->errlen)
+		snprintf(ld->err, ld->errlen, "%s: %s: %s", ld->path, what, strerror(errnum));
+	ld->error = -errnum;
+	return ld->error;
+}
+
+static int check_key(struct loader *ld, const char *name, const char *const *keys, size_t n)
+{
+	const char *hint;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(name, keys[i])) {
+			if (ld->key_lines[i])
+				return loader_error(ld, ld->line,
+						    "duplicate key \"%s\" (first set at line %u)",
+						    name, ld->key_lines[i]);
+			ld->key_lines[i] = ld->line;
+			return (int)i;
+		}
+	}
+	hint = address_closest_name(name, keys, n);
+	if (hint)
+		return loader_error(ld, ld->line, "unknown key \"%s\" (did you mean \"%s\"?)", name,
+				    hint);
+	if (ld->section == SECTION_DAEMON)
+		return loader_error(ld, ld->line,
+				    "unknown key \"%s\" (valid keys in [daemon]: "
+				    "control, connect-timeout, sndbuf, drain-timeout, log-level)",
+				    name);
+	return loader_error(ld, ld->line,
+			    "unknown key \"%s\" (valid keys in a redirect section: "
+			    "listen, connect)",
+			    name);
+}
+
+/* "4M", "65536", "64K": bytes for sndbuf=. */
+static int parse_size(struct loader *ld, const char *text, unsigned int *bytes)
+{
+	const char *p = text;
+	uint64_t v = 0;
+
+	if (!isdigit((unsigned char)*p))
+		return loader_error(ld, ld->line, "sndbuf \"%s\" is not a size (e.g. 4M or 262144)",
+				    text);
+	for (; isdigit((unsigned char)*p); p++)
+		if (v <= UINT32_MAX)
+			v = v * 10 + (uint64_t)(*p - '0');
+	switch (*p) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		p++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		p++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		p++;
+		break;
+	}
+	if (*p)
+		return loader_error(ld, ld->line,
+				    "sndbuf \"%s\": trailing garbage \"%s\" (suffixes are K, M, G)",
+				    text, p);
+	if (v < SNDBUF_MIN || v > SNDBUF_MAX)
+		return loader_error(ld, ld->line, "sndbuf %s is out of range (64K..256M)", text);
+	*bytes = (unsigned int)v;
+	return 0;
+}
+
+static int parse_log_level(struct loader *ld, const char *text)
+{
+	const char *hint;
+	size_t i;
+
+	for (i = 0; i < N_LOG_LEVELS; i++) {
+		if (!strcasecmp(text, log_level_names[i])) {
+			ld->daemon.log_level = log_level_values[i];
+			return 0;
+		}
+	}
+	hint = address_closest_name(text, log_level_names, N_LOG_LEVELS);
+	return loader_error(
+	    ld, ld->line, "log-level \"%s\" is not one of err, warning, notice, info, debug%s%s%s",
+	    text, hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
+}
+
+static int daemon_key(struct loader *ld, const char *name, const char *value)
+{
+	char msg[MSG_MAX];
+	int key, r = 0;
+
+	key = check_key(ld, name, daemon_keys, N_DAEMON_KEYS);
+	if (key < 0)
+		return key;
+	switch ((enum daemon_key)key) {
+	case KEY_CONTROL:
+		r = address_check_path(value, msg, sizeof(msg));
+		if (r)
+			return loader_error(ld, ld->line, "control: %s", msg);
+		memcpy(ld->daemon.control_path, value, strlen(value) + 1);
+		ld->control_line = ld->line;
+		break;
+	case KEY_CONNECT_TIMEOUT:
+		r = address_parse_seconds(name, value, false, &ld->daemon.connect_timeout_ms, msg,
+					  sizeof(msg));
+		break;
+	case KEY_DRAIN_TIMEOUT:
+		r = address_parse_seconds(name, value, true, &ld->daemon.drain_timeout_ms, msg,
+					  sizeof(msg));
+		break;
+	case KEY_SNDBUF:
+		return parse_size(ld, value, &ld->daemon.sndbuf);
+	case KEY_LOG_LEVEL:
+		return parse_log_level(ld, value);
+	}
+	return r ? loader_error(ld, ld->line, "%s", msg) : 0;
+}
+
+static int redirect_key(struct loader *ld, const char *name, const char *value)
+{
+	struct redirect_config *rd = &ld->redirects[ld->n_redirects - 1];
+	char msg[MSG_MAX], text[ADDRESS_PATH_MAX + 32];
+	struct address addr;
+	size_t i;
+	int key;
+
+	key = check_key(ld, name, redirect_keys, N_REDIRECT_KEYS);
+	if (key < 0)
+		return key;
+	if (address_parse(value, &addr, msg, sizeof(msg)))
+		return loader_error(ld, ld->line, "%s: %s", name, msg);
+	address_format(&addr, text, sizeof(text));
+
+	if (key == KEY_CONNECT) {
+		if (!address_is_target(&addr))
+			return loader_error(ld, ld->line,
+					    "connect: %s is a listen address; connect needs "
+					    "UNIX-CONNECT or VSOCK-CONNECT",
+					    text);
+		rd->connect = addr;
+		return 0;
+	}
+	if (!address_is_listener(&addr))
+		return loader_error(
+		    ld, ld->line,
+		    "listen: %s is a connect address; listen needs UNIX-LISTEN or UNIX-RECV", text);
+	/* Two binds on one path: the second would unlink the first one's socket. */
+	for (i = 0; i + 1 < ld->n_redirects; i++)
+		if (!strcmp(ld->redirects[i].listen.path, addr.path))
+			return loader_error(ld, ld->line,
+					    "listen path %s is already used by [%s] at line %u",
+					    addr.path, ld->redirects[i].name, ld->listen_lines[i]);
+	rd->listen = addr;
+	ld->listen_lines[ld->n_redirects - 1] = ld->line;
+	return 0;
+}
+
+static int config_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct loader *ld = user;
+
+	(void)section; /* config_reader() tracks sections, with their line numbers */
+	if (ld->error)
+		return 0;
+	if (ld->section == SECTION_NONE)
+		loader_error(ld, ld->line,
+			     "key \"%s\" is outside any section "
+			     "(put it under [daemon] or a [NAME] redirect section)",
+			     name);
+	else if (!*value)
+		loader_error(ld, ld->line, "key \"%s\" has an empty value", name);
+	else if (ld->section == SECTION_DAEMON)
+		daemon_key(ld, name, value);
+	else
+		redirect_key(ld, name, value);
+	return !ld->error;
+}
+
+/* A redirect is complete when its section ends: both keys, and not connected to itself. */
+static int close_section(struct loader *ld)
+{
+	const struct redirect_config *rd;
+
+	if (ld->section != SECTION_REDIRECT)
+		return 0;
+	rd = &ld->redirects[ld->n_redirects - 1];
+	if (!ld->key_lines[KEY_LISTEN])
+		return loader_error(ld, ld->section_line, "[%s] has no listen= address", rd->name);
+	if (!ld->key_lines[KEY_CONNECT])
+		return loader_error(ld, ld->section_line, "[%s] has no connect= address", rd->name);
+	if (rd->connect.kind == ADDRESS_UNIX_CONNECT && !strcmp(rd->connect.path, rd->listen.path))
+		return loader_error(ld, ld->key_lines[KEY_CONNECT],
+				    "connect path %s is this redirect's own listen path",
+				    rd->listen.path);
+	return 0;
+}
+
+static int add_redirect(struct loader *ld, const char *name, size_t len)
+{
+	struct redirect_config *rds;
+	unsigned int *lines;
+	size_t cap, i;
+
+	for (i = 0; i < ld->n_redirects; i++)
+		if (strlen(ld->redirects[i].name) == len &&
+		    !memcmp(ld->redirects[i].name, name, len))
+			return loader_error(ld, ld->line,
+					    "duplicate section [%.*s] (first defined at line %u)",
+					    (int)len, name, ld->redirects[i].line);
+	if (ld->n_redirects == ld->capacity) {
+		cap = ld->capacity ? ld->capacity * 2 : 8;
+		rds = realloc(ld->redirects, cap * sizeof(*rds));
+		if (rds)
+			ld->redirects = rds;
+		lines = realloc(ld->listen_lines, cap * sizeof(*lines));
+		if (lines)
+			ld->listen_lines = lines;
+		if (!rds || !lines)
+			return loader_io_error(ld, "cannot load", ENOMEM);
+		ld->capacity = cap;
+	}
+	memset(&ld->redirects[ld->n_redirects], 0, sizeof(*ld->redirects));
+	memcpy(ld->redirects[ld->n_redirects].name, name, len);
+	ld->redirects[ld->n_redirects].line = ld->line;
+	ld->listen_lines[ld->n_redirects] = 0;
+	ld->n_redirects++;
+	return 0;
+}
+
+static int open_section(struct loader *ld, const char *header)
+{
+	const char *name = header + 1, *end = strchr(header, ']');
+	size_t len, i;
+	int r;
+
+	r = close_section(ld);
+	if (r)
+		return r;
+	if (!end)
+		return loader_error(ld, ld->line, "section header \"%s\" has no closing ']'",
+				    header);
+	if (end[1])
+		return loader_error(ld, ld->line, "unexpected text \"%s\" after section header",
+				    end + 1);
+	len = (size_t)(end - name);
+	if (len == strlen(DAEMON_SECTION) && !strncasecmp(name, DAEMON_SECTION, len)) {
+		if (strncmp(name, DAEMON_SECTION, len))
+			return loader_error(ld, ld->line, "section [%.*s] must be spelled [daemon]",
+					    (int)len, name);
+		if (ld->daemon_line)
+			return loader_error(ld, ld->line,
+					    "duplicate section [daemon] (first defined at line %u)",
+					    ld->daemon_line);
+		ld->daemon_line = ld->line;
+		ld->section = SECTION_DAEMON;
+	} else {
+		for (i = 0; i < len; i++)
+			if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
+				break;
+		if (!len || len >= CONFIG_NAME_MAX || i < len)
+			return loader_error(ld, ld->line,
+					    "invalid section name \"%.*s\": use 1 to %d "
+					    "characters from A-Z a-z 0-9 _ . -",
+					    (int)len, name, CONFIG_NAME_MAX - 1);
+		r = add_redirect(ld, name, len);
+		if (r)
+			return r;
+		ld->section = SECTION_REDIRECT;
+	}
+	ld->section_line = ld->line;
+	memset(ld->key_lines, 0, sizeof(ld->key_lines));
+	return 0;
+}
+
+/*
+ * inih's line source. Leading whitespace is stripped because inih would read an indented
+ * line as the continuation of the previous value (INI_ALLOW_MULTILINE); comments are
+ * stripped so that only the meaningful part counts against inih's fixed line buffer.
+ */
+static char *config_reader(char *str, int num, void *stream)
+{
+	struct loader *ld = stream;
+	char *s, *end, *c;
+	ssize_t n;
+
+	if (ld->error)
+		return NULL;
+	errno = 0;
+	n = getline(&ld->buf, &ld->buf_size, ld->file);
+	if (n < 0) {
+		if (ferror(ld->file))
+			loader_io_error(ld, "cannot read", errno ? errno : EIO);
+		return NULL;
+	}
+	ld->line++;
+	if (strlen(ld->buf) != (size_t)n) {
+		loader_error(ld, ld->line, "line contains a NUL byte");
+		return NULL;
+	}
+	s = ld->buf;
+	if (ld->line == 1 && !strncmp(s, "\xef\xbb\xbf", 3))
+		s += 3;
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!*s || *s == ';' || *s == '#') {
+		str[0] = '\0';
+		return str;
+	}
+	for (c = s + 1; *c; c++) {
+		if ((*c == ';' || *c == '#') && isspace((unsigned char)c[-1])) {
+			*c = '\0';
+			break;
+		}
+	}
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+
+	if (*s == '[') {
+		if (open_section(ld, s))
+			return NULL;
+	} else if (s[strcspn(s, "=:")] != '=') {
+		loader_error(ld, ld->line, "expected \"KEY = VALUE\" or \"[SECTION]\", got \"%s\"",
+			     s);
+		return NULL;
+	} else if (*s == '=') {
+		loader_error(ld, ld->line, "missing key name before '='");
+		return NULL;
+	}
+	if (end - s >= num) {
+		loader_error(ld, ld->line,
+			     "line is %zu bytes long without comments, the limit is %d",
+			     (size_t)(end - s), num - 1);
+		return NULL;
+	}
+	memcpy(str, s, (size_t)(end - s) + 1);
+	return str;
+}
+
+static int finish(struct loader *ld)
+{
+	size_t i;
+	int r;
+
+	r = close_section(ld);
+	if (r)
+		return r;
+	if (!ld->n_redirects)
+		return loader_error(ld, 0,
+				    "no redirects configured (add a section such as [echo] "
+				    "with listen= and connect=)");
+	for (i = 0; i < ld->n_redirects; i++)
+		if (!strcmp(ld->redirects[i].listen.path, ld->daemon.control_path))
+			return loader_error(ld, ld->listen_lines[i],
+					    "listen path %s is also the daemon's control socket",
+					    ld->daemon.control_path);
+	return 0;
+}
+
+int config_load(const char *path, struct config *out, char *err, size_t errlen)
+{
+	struct loader ld = {.path = path, .err = err, .errlen = errlen};
+	struct stat st;
+	int r;
+
+	if (strlen(path) >= sizeof(out->path))
+		return loader_io_error(&ld, "cannot open", ENAMETOOLONG);
+	ld.file = fopen(path, "re");
+	if (!ld.file)
+		return loader_io_error(&ld, "cannot open", errno);
+	/* fopen() happily opens a directory; only the first read would fail, with EISDIR. */
+	r = fstat(fileno(ld.file), &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+	if (r) {
+		fclose(ld.file);
+		return loader_io_error(&ld, "cannot open", r);
+	}
+
+	memcpy(ld.daemon.control_path, CONFIG_DEFAULT_CONTROL_PATH,
+	       sizeof(CONFIG_DEFAULT_CONTROL_PATH));
+	ld.daemon.connect_timeout_ms = DEFAULT_CONNECT_MS;
+	ld.daemon.sndbuf = DEFAULT_SNDBUF;
+	ld.daemon.drain_timeout_ms = DEFAULT_DRAIN_MS;
+	ld.daemon.log_level = LOG_INFO;
+
+	r = ini_parse_stream(config_reader, &ld, config_handler, &ld);
+	/* config_reader() catches what inih rejects; this is a fallback, not the main path. */
+	if (r > 0 && (!ld.error || (unsigned int)r < ld.error_line)) {
+		ld.error = 0;
+		loader_error(&ld, (unsigned int)r, "syntax error");
+	} else if (r < 0 && !ld.error) {
+		loader_io_error(&ld, "cannot parse", ENOMEM);
+	}
+	if (!ld.error)
+		finish(&ld);
+
+	fclose(ld.file);
+	free(ld.buf);
+	free(ld.listen_lines);
+	if (ld.error) {
+		free(ld.redirects);
+		return ld.error;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->path, path, strlen(path) + 1);
+	out->daemon = ld.daemon;
+	out->redirects = ld.redirects;
+	out->n_redirects = ld.n_redirects;
+	return 0;
+}
+
+void config_free(struct config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->redirects);
+	cfg->redirects = NULL;
+	cfg->n_redirects = 0;
+}

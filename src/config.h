@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* vsockmap.conf: INI (libinih), one section per redirect plus [daemon]. */
+#ifndef VSOCKMAP_CONFIG_H
+#define VSOCKMAP_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "address.h"
+
+#define CONFIG_DEFAULT_PATH "/etc/vsockmap/vsockmap.conf"
+#define CONFIG_DEFAULT_CONTROL_PATH "/run/vsockmap/control.sock"
+#define CONFIG_NAME_MAX 64
+
+struct redirect_config {
+	char name[CONFIG_NAME_MAX];	/* the section name */
+	unsigned int line;		/* line of the section header */
+	struct address listen;
+	struct address connect;
+};
+
+struct daemon_config {
+	char control_path[ADDRESS_PATH_MAX];	/* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
+	unsigned int connect_timeout_ms;	/* connect-timeout= seconds; default 5 s */
+	unsigned int sndbuf;			/* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
+	unsigned int drain_timeout_ms;		/* drain-timeout= seconds; default 10 s */
+	int log_level;				/* log-level= err|warning|notice|info|debug */
+};
+
+struct config {
+	char path[PATH_MAX];
+	struct daemon_config daemon;
+	struct redirect_config *redirects;
+	size_t n_redirects;
+};
+
+/*
+ * Load and validate a whole file. On error returns -errno and writes one line
+ * "PATH:LINE: what is wrong" (or "PATH: cause" for I/O errors) into err; *out is untouched.
+ */
+int config_load(const char *path, struct config *out, char *err, size_t errlen);
+void config_free(struct config *cfg);
+
+#endif

@@ -1,0 +1,632 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Control socket server. Single-threaded on sd-event: every socket is nonblocking, a
+ * client's answer that does not fit into the socket buffer waits for EPOLLOUT, and while an
+ * answer is pending that client's input is not read, so a client that never reads costs
+ * at most one answer plus one read chunk of memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "control_proto.h"
+#include "control_server.h"
+#include "log.h"
+
+#define READ_CHUNK		(16 * 1024)
+/* Accepts per wakeup, so that a flood of clients cannot starve the rest of the loop. */
+#define ACCEPT_BURST		16
+/* Pause after EMFILE and friends before accepting again. */
+#define ACCEPT_RETRY_USEC	(1000 * 1000)
+/* Bytes of a command name quoted back in messages. */
+#define COMMAND_SHOW_MAX	64
+
+struct control_conn {
+	struct control_server *srv;
+	struct control_conn *prev, *next;
+	int fd;
+	sd_event_source *io;
+	uint64_t id;
+	pid_t pid;
+	uid_t uid;
+	struct line_buffer in;
+	char *out;			/* answer not yet fully sent */
+	size_t out_len, out_off;
+	bool close_after_flush;		/* after an oversize line: answer, then hang up */
+};
+
+struct control_server {
+	sd_event *event;
+	char *path;
+	int fd;
+	dev_t dev;			/* identity of our socket file, so close() */
+	ino_t ino;			/* never unlinks a successor's socket */
+	sd_event_source *listen_io;
+	sd_event_source *accept_retry;
+	control_handler_t handler;
+	void *userdata;
+	struct control_conn *conns;
+	unsigned int n_conns;
+	uint64_t next_conn_id;
+};
+
+static void conn_free(struct control_conn *conn)
+{
+	struct control_server *srv = conn->srv;
+
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		srv->conns = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	srv->n_conns--;
+
+	/* sd-event defers the actual free when this is the source being dispatched. */
+	sd_event_source_disable_unref(conn->io);
+	close(conn->fd);
+	line_buffer_free(&conn->in);
+	free(conn->out);
+	free(conn);
+}
+
+/* Send what is pending. Returns 0 (done or would block) or -errno. */
+static int conn_flush(struct control_conn *conn)
+{
+	ssize_t n;
+
+	while (conn->out_off < conn->out_len) {
+		n = send(conn->fd, conn->out + conn->out_off, conn->out_len - conn->out_off,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			return -errno;
+		}
+		conn->out_off += n;
+	}
+	free(conn->out);
+	conn->out = NULL;
+	conn->out_len = conn->out_off = 0;
+	return 0;
+}
+
+static int conn_queue(struct control_conn *conn, struct json_object *resp)
+{
+	size_t len;
+	char *line, *out;
+	int r;
+
+	r = control_format_line(resp, CONTROL_RESPONSE_MAX, &line, &len);
+	if (r == -EMSGSIZE) {
+		struct json_object *err;
+
+		log_warn("control client %" PRIu64
+			 ": answer exceeds %d bytes, sending an error instead",
+			 conn->id, CONTROL_RESPONSE_MAX);
+		err = control_error_response(EMSGSIZE, "response too large for one line");
+		if (!err)
+			return -ENOMEM;
+		r = control_format_line(err, CONTROL_RESPONSE_MAX, &line, &len);
+		json_object_put(err);
+	}
+	if (r < 0)
+		return r;
+
+	if (!conn->out) {
+		conn->out = line;
+		conn->out_len = len;
+		conn->out_off = 0;
+		return 0;
+	}
+	out = realloc(conn->out, conn->out_len + len);
+	if (!out) {
+		free(line);
+		return -ENOMEM;
+	}
+	memcpy(out + conn->out_len, line, len);
+	free(line);
+	conn->out = out;
+	conn->out_len += len;
+	return 0;
+}
+
+static int conn_queue_error(struct control_conn *conn, int err, const char *text)
+{
+	struct json_object *resp = control_error_response(err, text);
+	int r;
+
+	if (!resp)
+		return -ENOMEM;
+	r = conn_queue(conn, resp);
+	json_object_put(resp);
+	return r;
+}
+
+/* {"ok":true} followed by the handler's members, so "ok" always comes first. */
+static struct json_object *make_ok_response(struct json_object *payload)
+{
+	struct json_object *resp = json_object_new_object();
+
+	if (!resp)
+		return NULL;
+	if (json_object_object_add(resp, "ok", json_object_new_boolean(1)) < 0)
+		goto fail;
+	if (payload) {
+		json_object_object_foreach(payload, key, val) {
+			if (strcmp(key, "ok") == 0)
+				continue;
+			if (json_object_object_add(resp, key, json_object_get(val)) < 0) {
+				json_object_put(val);
+				goto fail;
+			}
+		}
+	}
+	return resp;
+fail:
+	json_object_put(resp);
+	return NULL;
+}
+
+static int conn_handle_line(struct control_conn *conn, const char *line, size_t len)
+{
+	struct control_server *srv = conn->srv;
+	struct json_object *req = NULL, *payload = NULL, *cmd, *resp;
+	char *error_text = NULL;
+	const char *command;
+	char msg[256];
+	int r;
+
+	r = control_parse_line(line, len, &req, msg, sizeof(msg));
+	if (r == -EPROTO) {
+		log_debug("control client %" PRIu64 ": %s", conn->id, msg);
+		return conn_queue_error(conn, EPROTO, msg);
+	}
+	if (r < 0)
+		return r;
+
+	if (!json_object_object_get_ex(req, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string) || json_object_get_string_len(cmd) == 0) {
+		r = conn_queue_error(conn, EINVAL, "request has no \"command\" string member");
+		goto out;
+	}
+	command = json_object_get_string(cmd);
+	log_debug("control client %" PRIu64 " (pid %d): %.*s", conn->id, (int)conn->pid,
+		  COMMAND_SHOW_MAX, command);
+
+	r = srv->handler(srv->userdata, command, req, &payload, &error_text);
+	if (r < 0) {
+		const char *text = error_text;
+
+		if (!text && r == -EOPNOTSUPP) {
+			snprintf(msg, sizeof(msg), "unknown command \"%.*s\"", COMMAND_SHOW_MAX,
+				 command);
+			text = msg;
+		}
+		r = conn_queue_error(conn, r, text);
+		goto out;
+	}
+	if (payload && !json_object_is_type(payload, json_type_object)) {
+		log_err("control: handler for \"%.*s\" returned a JSON %s, not an object",
+			COMMAND_SHOW_MAX, command,
+			json_type_to_name(json_object_get_type(payload)));
+		r = conn_queue_error(conn, EIO, "internal error: malformed handler result");
+		goto out;
+	}
+	resp = make_ok_response(payload);
+	if (!resp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = conn_queue(conn, resp);
+	json_object_put(resp);
+out:
+	free(error_text);
+	json_object_put(payload);
+	json_object_put(req);
+	return r;
+}
+
+/*
+ * Answer buffered requests one at a time, stopping while an answer is pending. Returns 0
+ * to keep the client, or -errno (or 1 for an orderly end) to drop it.
+ */
+static int conn_process(struct control_conn *conn)
+{
+	size_t len;
+	char *line;
+	int r;
+
+	r = conn_flush(conn);
+	if (r < 0)
+		return r;
+	while (!conn->out && !conn->close_after_flush) {
+		r = line_buffer_next(&conn->in, &line, &len);
+		if (r == 0)
+			break;
+		if (r == -EMSGSIZE) {
+			char msg[96];
+
+			log_debug("control client %" PRIu64 ": request line longer than %d bytes",
+				  conn->id, CONTROL_REQUEST_MAX);
+			snprintf(msg, sizeof(msg), "request line longer than %d bytes",
+				 CONTROL_REQUEST_MAX);
+			conn->close_after_flush = true;
+			r = conn_queue_error(conn, EMSGSIZE, msg);
+		} else if (r > 0) {
+			/* Blank lines are keep-alives of an interactive session (socat). */
+			if (len == strspn(line, " \t\r"))
+				continue;
+			r = conn_handle_line(conn, line, len);
+		}
+		if (r < 0)
+			return r;
+		r = conn_flush(conn);
+		if (r < 0)
+			return r;
+	}
+	if (conn->out)
+		return 0;
+	if (conn->close_after_flush || (conn->in.eof && line_buffer_pending(&conn->in) == 0))
+		return 1;
+	return 0;
+}
+
+static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct control_conn *conn = userdata;
+	long n;
+	int r;
+
+	(void)s;
+	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !conn->out && !conn->in.eof &&
+	    !conn->close_after_flush) {
+		n = line_buffer_fill(&conn->in, fd, READ_CHUNK);
+		if (n < 0 && n != -EAGAIN) {
+			log_debug("control client %" PRIu64 ": read failed: %s", conn->id,
+				  strerror((int)-n));
+			conn_free(conn);
+			return 0;
+		}
+	}
+
+	r = conn_process(conn);
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+		log_debug("control client %" PRIu64 ": %s", conn->id, strerror(-r));
+	if (r != 0) {
+		conn_free(conn);
+		return 0;
+	}
+	r = sd_event_source_set_io_events(conn->io, conn->out ? EPOLLOUT : EPOLLIN);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "control client %" PRIu64 ": cannot update its event mask",
+			  conn->id);
+		conn_free(conn);
+	}
+	return 0;
+}
+
+/* Best effort: one nonblocking send of an error line to a client we do not keep. */
+static void refuse_client(int fd, int err, const char *text)
+{
+	struct json_object *resp = control_error_response(err, text);
+	size_t len;
+	char *line;
+
+	if (resp && control_format_line(resp, CONTROL_RESPONSE_MAX, &line, &len) == 0) {
+		if (send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			log_debug("control: cannot send refusal: %s", strerror(errno));
+		free(line);
+	}
+	json_object_put(resp);
+	close(fd);
+}
+
+static void accept_client(struct control_server *srv, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct control_conn *conn;
+	char msg[160];
+	int r;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_errno(LOG_WARNING, errno, "control socket %s: cannot read peer credentials",
+			  srv->path);
+		close(fd);
+		return;
+	}
+	if (cred.uid != 0) {
+		log_notice("control socket %s: refused uid %u (pid %d): only root may use it",
+			   srv->path, (unsigned int)cred.uid, (int)cred.pid);
+		snprintf(msg, sizeof(msg),
+			 "permission denied: uid %u may not use the control socket, only root may",
+			 (unsigned int)cred.uid);
+		refuse_client(fd, EACCES, msg);
+		return;
+	}
+	if (srv->n_conns >= CONTROL_CLIENTS_MAX) {
+		log_warn("control socket %s: refused pid %d: already %u clients connected",
+			 srv->path, (int)cred.pid, srv->n_conns);
+		snprintf(msg, sizeof(msg), "too many control clients (%u connected)", srv->n_conns);
+		refuse_client(fd, EUSERS, msg);
+		return;
+	}
+
+	conn = calloc(1, sizeof(*conn));
+	if (!conn) {
+		log_err("control socket %s: out of memory for a new client", srv->path);
+		close(fd);
+		return;
+	}
+	conn->srv = srv;
+	conn->fd = fd;
+	conn->id = ++srv->next_conn_id;
+	conn->pid = cred.pid;
+	conn->uid = cred.uid;
+	line_buffer_init(&conn->in, CONTROL_REQUEST_MAX);
+	r = sd_event_add_io(srv->event, &conn->io, fd, EPOLLIN, conn_handler, conn);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "control socket %s: cannot watch a new client", srv->path);
+		close(fd);
+		free(conn);
+		return;
+	}
+	conn->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = conn;
+	srv->conns = conn;
+	srv->n_conns++;
+	log_debug("control client %" PRIu64 " connected (pid %d)", conn->id, (int)cred.pid);
+}
+
+static int accept_retry(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct control_server *srv = userdata;
+
+	(void)usec;
+	(void)s;
+	srv->accept_retry = sd_event_source_disable_unref(srv->accept_retry);
+	sd_event_source_set_enabled(srv->listen_io, SD_EVENT_ON);
+	return 0;
+}
+
+static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct control_server *srv = userdata;
+	int cfd, i, r;
+
+	(void)revents;
+	for (i = 0; i < ACCEPT_BURST; i++) {
+		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd >= 0) {
+			accept_client(srv, cfd);
+			continue;
+		}
+		if (errno == EAGAIN)
+			break;
+		if (errno == EINTR || errno == ECONNABORTED)
+			continue;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* Level-triggered: without a pause the loop would spin on this listener. */
+			log_errno(LOG_WARNING, errno,
+				  "control socket %s: cannot accept, pausing for a second",
+				  srv->path);
+			if (srv->accept_retry)
+				break;
+			r = sd_event_add_time_relative(srv->event, &srv->accept_retry,
+						       CLOCK_MONOTONIC, ACCEPT_RETRY_USEC, 0,
+						       accept_retry, srv);
+			if (r >= 0)
+				sd_event_source_set_enabled(s, SD_EVENT_OFF);
+			break;
+		}
+		log_errno(LOG_WARNING, errno, "control socket %s: accept failed", srv->path);
+		break;
+	}
+	return 0;
+}
+
+/* mkdir -p of the directory part of path. */
+static int make_parent_dirs(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *p, c;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return log_errno(LOG_ERR, errno,
+					 "control socket %s: cannot create directory %s", path,
+					 dir);
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	return 0;
+}
+
+/* Remove a socket file nobody listens on; leave anything else alone. */
+static int remove_stale_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return log_errno(LOG_ERR, errno, "control socket %s: cannot stat it", path);
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("control socket %s: the path exists and is not a socket, "
+			"refusing to replace it", path);
+		return -EEXIST;
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return log_errno(LOG_ERR, errno, "control socket %s: cannot create a probe socket",
+				 path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r < 0)
+		r = -errno;
+	close(fd);
+
+	/* EAGAIN: a listener whose backlog is full, very much alive. */
+	if (r == 0 || r == -EAGAIN) {
+		log_err("control socket %s: another process is listening on it "
+			"(is vsockmapd already running?)", path);
+		return -EADDRINUSE;
+	}
+	if (r == -ENOENT)
+		return 0;
+	if (r != -ECONNREFUSED)
+		return log_errno(LOG_ERR, r, "control socket %s: cannot tell whether it is in use",
+				 path);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return log_errno(LOG_ERR, errno,
+				 "control socket %s: cannot remove the stale socket", path);
+	log_info("control socket %s: removed a stale socket file", path);
+	return 0;
+}
+
+int control_server_open(sd_event *event, const char *path, unsigned int mode,
+			control_handler_t handler, void *userdata, struct control_server **out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct control_server *srv;
+	size_t plen = strlen(path);
+	struct stat st;
+	mode_t old_umask;
+	int r;
+
+	if (plen == 0 || plen >= sizeof(sa.sun_path)) {
+		log_err("control socket \"%s\": path must have 1 to %zu bytes", path,
+			sizeof(sa.sun_path) - 1);
+		return -EINVAL;
+	}
+	if (mode & ~07777u) {
+		log_err("control socket %s: invalid mode %#o", path, mode);
+		return -EINVAL;
+	}
+	memcpy(sa.sun_path, path, plen + 1);
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return log_errno(LOG_ERR, ENOMEM, "control socket %s", path);
+	srv->fd = -1;
+	srv->handler = handler;
+	srv->userdata = userdata;
+	srv->path = strdup(path);
+	if (!srv->path) {
+		r = log_errno(LOG_ERR, ENOMEM, "control socket %s", path);
+		goto out_free;
+	}
+
+	r = make_parent_dirs(path);
+	if (r < 0)
+		goto out_free;
+	r = remove_stale_socket(path);
+	if (r < 0)
+		goto out_free;
+
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->fd < 0) {
+		r = log_errno(LOG_ERR, errno, "control socket %s: cannot create socket", path);
+		goto out_free;
+	}
+	/* bind() creates the file with 0777 & ~umask: start private, widen to mode below. */
+	old_umask = umask(0177);
+	r = bind(srv->fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r < 0)
+		r = -errno;
+	umask(old_umask);
+	if (r < 0) {
+		r = log_errno(LOG_ERR, r, "control socket %s: cannot bind", path);
+		goto out_close;
+	}
+	if (chmod(path, mode) < 0) {
+		r = log_errno(LOG_ERR, errno, "control socket %s: cannot set mode %#o", path, mode);
+		goto out_unlink;
+	}
+	if (stat(path, &st) < 0) {
+		r = log_errno(LOG_ERR, errno, "control socket %s: cannot stat it", path);
+		goto out_unlink;
+	}
+	srv->dev = st.st_dev;
+	srv->ino = st.st_ino;
+	if (listen(srv->fd, SOMAXCONN) < 0) {
+		r = log_errno(LOG_ERR, errno, "control socket %s: cannot listen", path);
+		goto out_unlink;
+	}
+
+	srv->event = sd_event_ref(event);
+	r = sd_event_add_io(event, &srv->listen_io, srv->fd, EPOLLIN, listener_handler, srv);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "control socket %s: cannot add it to the event loop", path);
+		goto out_unref;
+	}
+	log_info("control socket %s: listening (mode %04o)", path, mode);
+	*out = srv;
+	return 0;
+
+out_unref:
+	sd_event_unref(srv->event);
+out_unlink:
+	unlink(path);
+out_close:
+	close(srv->fd);
+out_free:
+	free(srv->path);
+	free(srv);
+	return r;
+}
+
+void control_server_close(struct control_server *srv)
+{
+	struct stat st;
+
+	if (!srv)
+		return;
+	while (srv->conns)
+		conn_free(srv->conns);
+	sd_event_source_disable_unref(srv->accept_retry);
+	sd_event_source_disable_unref(srv->listen_io);
+	close(srv->fd);
+	/* A successor daemon may already have replaced the file: only remove our own. */
+	if (lstat(srv->path, &st) == 0 && st.st_dev == srv->dev && st.st_ino == srv->ino)
+		unlink(srv->path);
+	sd_event_unref(srv->event);
+	free(srv->path);
+	free(srv);
+}
+
+unsigned int control_server_client_count(const struct control_server *srv)
+{
+	return srv ? srv->n_conns : 0;
+}

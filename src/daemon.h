@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The daemon's state: config, kernel data path, listeners, live redirects, event loop. */
+#ifndef VSOCKMAP_DAEMON_H
+#define VSOCKMAP_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "bpf_dataplane.h"
+#include "config.h"
+
+struct listener;
+struct redirect;
+struct control_server;
+
+struct daemon {
+	sd_event *event;
+	struct config cfg;
+	struct dataplane *dp;
+	struct listener *listeners; /* cfg.n_redirects entries */
+	size_t n_listeners;
+	struct redirect *redirects; /* live stream redirects, newest first */
+	size_t n_redirects;
+	uint64_t next_id;
+	struct control_server *control;
+	uint64_t started_usec;
+};
+
+struct daemon_options {
+	const char *config_path;
+	enum drain_mode drain_mode;
+};
+
+/* Load everything; on error nothing is left half-started. */
+int daemon_start(struct daemon *d, const struct daemon_options *opts);
+int daemon_run(struct daemon *d);
+void daemon_stop(struct daemon *d);
+
+uint64_t daemon_next_id(struct daemon *d);
+
+#endif

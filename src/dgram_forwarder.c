@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "bpf_dataplane.h"
+#include "daemon.h"
+#include "dgram_forwarder.h"
+#include "listener.h"
+#include "log.h"
+#include "sockopt.h"
+#include "util.h"
+
+#define DGRAM_BUF_SIZE (256 * 1024)
+#define BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
+#define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
+/* Datagrams that slipped in between the last read and the insert: re-read at most this often. */
+#define SYNC_ROUNDS 8
+
+enum dgram_state { DG_CONNECTING, DG_SYNC, DG_ACTIVE, DG_BACKOFF };
+
+struct dgram_forwarder {
+	struct daemon *d;
+	struct listener *l;
+	struct dgram_plane *gp;
+	uint32_t slot;
+	uint64_t id;
+	enum dgram_state state;
+	int target_fd;
+	uint64_t target_cookie;
+	sd_event_source *target_io;
+	sd_event_source *timer;
+	uint64_t backoff_usec;
+	uint64_t connect_deadline_usec;
+	char *buf;
+	ssize_t pending; /* length of a datagram in buf that the target could not take yet */
+	uint64_t user_bytes, user_packets;
+	uint64_t discarded_bytes; /* sent back by the target */
+	uint64_t started_usec;
+	unsigned int failures;
+};
+
+static void dgram_step(struct dgram_forwarder *f);
+
+static const char *target_name(struct dgram_forwarder *f, char *buf, size_t len)
+{
+	address_format(&f->l->rc->connect, buf, len);
+	return buf;
+}
+
+static void set_timer(struct dgram_forwarder *f, uint64_t deadline)
+{
+	sd_event_source_set_time(f->timer, deadline);
+	sd_event_source_set_enabled(f->timer, SD_EVENT_ONESHOT);
+}
+
+static void drop_target(struct dgram_forwarder *f)
+{
+	/* Datagrams now wait in the socket's own queue, where senders feel backpressure. */
+	dgram_plane_set_socket(f->gp, -1);
+	dgram_plane_set_target(f->gp, 0);
+	if (f->target_fd >= 0)
+		dataplane_remove(f->d->dp, f->target_cookie);
+	f->target_io = sd_event_source_disable_unref(f->target_io);
+	f->target_fd = safe_close(f->target_fd);
+	f->pending = 0;
+}
+
+static void retry_later(struct dgram_forwarder *f, int err, const char *what)
+{
+	char target[160];
+
+	drop_target(f);
+	f->failures++;
+	f->backoff_usec = f->backoff_usec ? f->backoff_usec * 2 : BACKOFF_MIN_USEC;
+	if (f->backoff_usec > BACKOFF_MAX_USEC)
+		f->backoff_usec = BACKOFF_MAX_USEC;
+	log_warn("[%s] %s %s: %s; redialling in %" PRIu64 " ms", f->l->rc->name, what,
+		 target_name(f, target, sizeof(target)), strerror(-err),
+		 f->backoff_usec / USEC_PER_MSEC);
+	f->state = DG_BACKOFF;
+	set_timer(f, now_usec() + f->backoff_usec);
+}
+
+static int on_target_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	(void)s;
+	(void)fd;
+	(void)revents;
+	dgram_step(userdata);
+	return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)s;
+	(void)usec;
+	dgram_step(userdata);
+	return 0;
+}
+
+static void dial(struct dgram_forwarder *f)
+{
+	const struct address *target = &f->l->rc->connect;
+	unsigned int timeout_ms = target->connect_timeout_ms ?: f->d->cfg.daemon.connect_timeout_ms;
+	int in_progress, err;
+
+	f->target_fd = target_connect_start(target, &in_progress);
+	if (f->target_fd < 0) {
+		err = f->target_fd;
+		f->target_fd = -1;
+		retry_later(f, err, "connect");
+		return;
+	}
+	err = sd_event_add_io(f->d->event, &f->target_io, f->target_fd, EPOLLOUT, on_target_io, f);
+	if (err < 0) {
+		retry_later(f, err, "watching");
+		return;
+	}
+	f->state = DG_CONNECTING;
+	f->connect_deadline_usec = now_usec() + timeout_ms * USEC_PER_MSEC;
+	set_timer(f, f->connect_deadline_usec);
+}
+
+/* Send the datagram in buf to the target. 1: sent, 0: target full, -errno: target broken. */
+static int send_pending(struct dgram_forwarder *f)
+{
+	ssize_t n;
+
+	do
+		n = send(f->target_fd, f->buf, f->pending, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	/* A stream target takes part of a datagram only when nearly full: keep the rest. */
+	if (n < f->pending) {
+		memmove(f->buf, f->buf + n, f->pending - n);
+		f->pending -= n;
+		f->user_bytes += n;
+		return 0;
+	}
+	f->user_bytes += n;
+	f->user_packets++;
+	f->pending = 0;
+	return 1;
+}
+
+/*
+ * Forward what queued up while there was no target, then hand the socket to the kernel.
+ * Datagrams that arrive between the last read and the insert would wait for the next one,
+ * so take the socket out again and repeat while any are left.
+ */
+static void sync_queue(struct dgram_forwarder *f)
+{
+	int sock = f->l->fd;
+	int round, err;
+
+	for (round = 0; round < SYNC_ROUNDS; round++) {
+		for (;;) {
+			if (f->pending) {
+				err = send_pending(f);
+				if (err < 0) {
+					retry_later(f, err, "sending to");
+					return;
+				}
+				if (!err) {
+					sd_event_source_set_io_events(f->target_io, EPOLLOUT);
+					return;
+				}
+			}
+			f->pending = recv(sock, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
+			if (f->pending < 0) {
+				f->pending = 0;
+				break;
+			}
+		}
+		err = dgram_plane_set_socket(f->gp, sock);
+		if (err) {
+			retry_later(f, err, "adding the socket to the sockhash for");
+			return;
+		}
+		if (socket_inq(sock) <= 0)
+			break;
+		dgram_plane_set_socket(f->gp, -1);
+	}
+	if (round == SYNC_ROUNDS)
+		log_notice("[%s] datagrams kept arriving during set-up; continuing in the kernel",
+			   f->l->rc->name);
+	f->state = DG_ACTIVE;
+	f->backoff_usec = 0;
+	sd_event_source_set_io_events(f->target_io, EPOLLIN | EPOLLRDHUP);
+}
+
+static void on_connected(struct dgram_forwarder *f)
+{
+	char target[160];
+	int err;
+
+	err = socket_error(f->target_fd);
+	err = err ?: socket_cookie(f->target_fd, &f->target_cookie);
+	if (err) {
+		retry_later(f, err, "connect");
+		return;
+	}
+	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
+	err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
+	err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
+	if (err) {
+		retry_later(f, err, "adding the target to the sockhash:");
+		return;
+	}
+	if (f->failures)
+		log_notice("[%s] connected to %s again after %u failed attempts", f->l->rc->name,
+			   target_name(f, target, sizeof(target)), f->failures);
+	f->failures = 0;
+	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
+	f->state = DG_SYNC;
+	sync_queue(f);
+}
+
+/* A datagram redirect has no way back: read what the target sends and count it. */
+static void discard_replies(struct dgram_forwarder *f)
+{
+	ssize_t n;
+
+	while ((n = recv(f->target_fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT)) > 0)
+		f->discarded_bytes += n;
+}
+
+static void dgram_step(struct dgram_forwarder *f)
+{
+	struct pollfd pfd = { .fd = f->target_fd, .events = POLLOUT | POLLRDHUP };
+
+	switch (f->state) {
+	case DG_BACKOFF:
+		dial(f);
+		return;
+	case DG_CONNECTING:
+		if (poll(&pfd, 1, 0) > 0)
+			on_connected(f);
+		else if (now_usec() >= f->connect_deadline_usec)
+			retry_later(f, -ETIMEDOUT, "connect");
+		return;
+	case DG_SYNC:
+		sync_queue(f);
+		return;
+	case DG_ACTIVE:
+		discard_replies(f);
+		if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			retry_later(f, -ECONNRESET, "lost");
+		return;
+	}
+}
+
+int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out)
+{
+	struct dgram_forwarder *f;
+	int err;
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	f->l = l;
+	f->target_fd = -1;
+	f->id = daemon_next_id(d);
+	f->started_usec = now_usec();
+	f->buf = malloc(DGRAM_BUF_SIZE);
+	err = f->buf ? dataplane_slot_alloc(d->dp, &f->slot) : -ENOMEM;
+	if (err)
+		goto out_free;
+	err = dgram_plane_open(d->dp, f->slot, &f->gp);
+	if (err) {
+		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
+		goto out_slot;
+	}
+	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_timer, f);
+	if (err < 0)
+		goto out_plane;
+	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
+	log_info("[%s] receiving datagrams on %s", l->rc->name, l->rc->listen.path);
+	dial(f);
+	*out = f;
+	return 0;
+
+out_plane:
+	dgram_plane_close(f->gp);
+out_slot:
+	dataplane_slot_free(d->dp, f->slot);
+out_free:
+	free(f->buf);
+	free(f);
+	return err;
+}
+
+void dgram_forwarder_stop(struct dgram_forwarder *f)
+{
+	if (!f)
+		return;
+	drop_target(f);
+	sd_event_source_disable_unref(f->timer);
+	dgram_plane_close(f->gp);
+	dataplane_slot_free(f->d->dp, f->slot);
+	free(f->buf);
+	free(f);
+}
+
+void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)
+{
+	static const char *const states[] = { "connecting", "syncing", "open", "backoff" };
+	struct vsockmap_counters c;
+
+	memset(info, 0, sizeof(*info));
+	info->id = f->id;
+	info->name = f->l->rc->name;
+	info->state = states[f->state];
+	info->age_usec = now_usec() - f->started_usec;
+	info->bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
+	info->packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
+	info->bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
+	if (!dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
+		info->bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
+		info->packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
+	}
+}

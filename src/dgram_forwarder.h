@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * UNIX-RECV: the datagrams of one bound unix dgram socket go to one target connection
+ * (a vsock stream, or a vsock seqpacket that keeps message boundaries). The target is
+ * redialled with back-off when it goes away; meanwhile datagrams wait in the socket's own
+ * receive queue, so senders block instead of losing data.
+ */
+#ifndef VSOCKMAP_DGRAM_FORWARDER_H
+#define VSOCKMAP_DGRAM_FORWARDER_H
+
+#include "redirect.h"
+
+struct daemon;
+struct listener;
+struct dgram_forwarder;
+
+int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out);
+void dgram_forwarder_stop(struct dgram_forwarder *f);
+void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info);
+
+#endif

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* A configured listener: a UNIX-LISTEN stream socket, or a UNIX-RECV dgram socket. */
+#ifndef VSOCKMAP_LISTENER_H
+#define VSOCKMAP_LISTENER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+
+struct daemon;
+struct dgram_forwarder;
+
+struct listener {
+	struct daemon *d;
+	const struct redirect_config *rc;
+	int fd;
+	sd_event_source *io;
+	struct dgram_forwarder *dgram; /* UNIX-RECV only */
+	uint64_t accepted;
+	uint64_t failed; /* target refused, timed out, or set-up failed */
+	size_t live;
+};
+
+int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener *l);
+void listener_close(struct listener *l);
+
+#endif

@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "listener.h"
+#include "log.h"
+#include "redirect.h"
+#include "sockopt.h"
+#include "util.h"
+
+#define SYNC_BUF_SIZE (256 * 1024)
+/*
+ * After the gate opens, a verdict that read the closed gate may still pass one skb. It runs
+ * with migration disabled inside an RCU section, so 50 ms is far beyond its lifetime.
+ */
+#define GATE_GRACE_USEC (50 * USEC_PER_MSEC)
+#define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
+/* Without the queue iterator: the direction counts as drained once quiet this long. */
+#define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
+
+enum { CLIENT = 0, TARGET = 1 };
+
+enum dir_state {
+	DIR_SYNC,     /* the daemon forwards what arrived before the pair was complete */
+	DIR_OPEN,     /* the kernel redirects */
+	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
+	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
+	DIR_DONE,
+};
+
+struct endpoint {
+	int fd;
+	uint64_t cookie;
+	sd_event_source *io;
+	bool in_map;
+	bool hup; /* closed or broken: nothing more can be sent to it */
+};
+
+struct direction {
+	enum dir_state state;
+	char *buf; /* bytes read from the source, not yet written to the destination */
+	size_t buf_len, buf_off;
+	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
+	uint64_t opened_usec;
+	uint64_t drain_started_usec;
+	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
+	uint64_t drain_last_change_usec;
+};
+
+struct redirect {
+	struct redirect *next, *prev;
+	struct daemon *d;
+	struct listener *l;
+	uint64_t id;
+	struct endpoint ep[2];
+	struct direction dir[VSOCKMAP_NR_DIRS]; /* indexed by source endpoint */
+	uint32_t slot;
+	bool has_slot;
+	bool connecting;
+	bool close_after_drain;
+	sd_event_source *timer;
+	uint64_t started_usec;
+	uint64_t connect_deadline_usec;
+	struct ucred cred;
+	char comm[32];
+};
+
+static int redirect_step(struct redirect *r);
+
+static const char *target_text(struct redirect *r, char *buf, size_t len)
+{
+	address_format(&r->l->rc->connect, buf, len);
+	return buf;
+}
+
+/* ---- lifetime ---- */
+
+static void redirect_unlink(struct redirect *r)
+{
+	struct daemon *d = r->d;
+
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (d->redirects == r)
+		d->redirects = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+	d->n_redirects--;
+	r->l->live--;
+}
+
+void redirect_free(struct redirect *r)
+{
+	int i;
+
+	if (!r)
+		return;
+	redirect_unlink(r);
+	sd_event_source_disable_unref(r->timer);
+	for (i = 0; i < 2; i++) {
+		sd_event_source_disable_unref(r->ep[i].io);
+		if (r->ep[i].in_map)
+			dataplane_remove(r->d->dp, r->ep[i].cookie);
+		safe_close(r->ep[i].fd);
+		free(r->dir[i].buf);
+	}
+	if (r->has_slot)
+		dataplane_slot_free(r->d->dp, r->slot);
+	free(r);
+}
+
+struct redirect *redirect_next(struct redirect *r)
+{
+	return r->next;
+}
+
+struct listener *redirect_listener(struct redirect *r)
+{
+	return r->l;
+}
+
+static const char *redirect_state(struct redirect *r)
+{
+	enum dir_state a = r->dir[CLIENT].state, b = r->dir[TARGET].state;
+
+	if (r->connecting)
+		return "connecting";
+	if (a == DIR_DRAINING || b == DIR_DRAINING)
+		return "draining";
+	if (a == DIR_DONE || b == DIR_DONE)
+		return "half-closed";
+	if (a == DIR_SYNC || b == DIR_SYNC)
+		return "syncing";
+	return "open";
+}
+
+void redirect_get_info(struct redirect *r, struct redirect_info *info)
+{
+	struct vsockmap_counters c;
+	int dir;
+
+	memset(info, 0, sizeof(*info));
+	info->id = r->id;
+	info->name = r->l->rc->name;
+	info->state = redirect_state(r);
+	info->client = r->cred;
+	snprintf(info->comm, sizeof(info->comm), "%s", r->comm);
+	info->age_usec = now_usec() - r->started_usec;
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		info->bytes[dir] = r->dir[dir].user_bytes;
+		if (r->has_slot && !dataplane_counters(r->d->dp, r->slot, dir, &c)) {
+			info->bytes[dir] += c.bytes;
+			info->packets[dir] = c.packets + c.held_packets;
+		}
+	}
+}
+
+/* ---- events ---- */
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+{
+	struct redirect *r = userdata;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	return redirect_step(r);
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	(void)s;
+	(void)usec;
+	return redirect_step(userdata);
+}
+
+/*
+ * Level-triggered interest per endpoint. EPOLLIN only while the daemon itself reads (a
+ * source is never read once its gate is open), EPOLLRDHUP while the kernel carries the
+ * direction, EPOLLOUT while the daemon has bytes for it. epoll reports EPOLLHUP and EPOLLERR
+ * whatever the mask, so a closed endpoint is dropped from the loop.
+ */
+static void update_io(struct redirect *r)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct direction *out = &r->dir[i];	 /* data arriving on this endpoint */
+		struct direction *in = &r->dir[1 - i]; /* data the daemon writes into it */
+		uint32_t ev = 0;
+
+		if (r->connecting) {
+			ev = i == TARGET ? EPOLLOUT : 0;
+		} else {
+			if ((out->state == DIR_SYNC || out->state == DIR_COPY) &&
+			    out->buf_off == out->buf_len)
+				ev |= EPOLLIN | EPOLLRDHUP;
+			if (out->state == DIR_OPEN)
+				ev |= EPOLLRDHUP;
+			if (in->buf_off < in->buf_len)
+				ev |= EPOLLOUT;
+		}
+		if (r->ep[i].hup || (r->connecting && !ev)) {
+			sd_event_source_set_enabled(r->ep[i].io, SD_EVENT_OFF);
+			continue;
+		}
+		sd_event_source_set_io_events(r->ep[i].io, ev);
+		sd_event_source_set_enabled(r->ep[i].io, SD_EVENT_ON);
+	}
+}
+
+static void arm_timer(struct redirect *r, uint64_t deadline)
+{
+	if (!deadline) {
+		sd_event_source_set_enabled(r->timer, SD_EVENT_OFF);
+		return;
+	}
+	sd_event_source_set_time(r->timer, deadline);
+	sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
+}
+
+/* ---- set-up ---- */
+
+static int redirect_fail(struct redirect *r, int err, const char *what)
+{
+	char target[160];
+
+	r->l->failed++;
+	log_warn("[%s] redirect %" PRIu64 ": %s %s: %s; closing the client connection (pid %d)",
+		 r->l->rc->name, r->id, what, target_text(r, target, sizeof(target)),
+		 strerror(-err), r->cred.pid);
+	redirect_free(r);
+	return 0;
+}
+
+/*
+ * Client to target runs in the kernel: the client socket is a source (the verdict runs on
+ * it) and the target a destination. Target to client is carried by the daemon: when a unix
+ * peer calls shutdown(), unix_shutdown() unhashes our socket from every sockmap and the psock
+ * goes with its backlog, so bytes redirected into the client socket and not yet sent would be
+ * lost on a client half-close. Reading the target normally also keeps its flow control (vsock
+ * credit) intact, so a slow client slows the sender instead of growing a kernel queue.
+ */
+static int link_pair(struct redirect *r)
+{
+	struct daemon *d = r->d;
+	int err, i;
+
+	for (i = 0; i < 2; i++) {
+		err = socket_cookie(r->ep[i].fd, &r->ep[i].cookie);
+		if (err)
+			return err;
+		socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
+	}
+	err = dataplane_slot_alloc(d->dp, &r->slot);
+	if (err)
+		return err;
+	r->has_slot = true;
+	err = dataplane_link(d->dp, r->ep[CLIENT].cookie, r->ep[TARGET].cookie, r->slot,
+			     VSOCKMAP_DIR_TO_TARGET);
+	if (err)
+		return err;
+	/* The destination first: a redirect needs it in the map. */
+	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
+	if (err)
+		return err;
+	r->ep[TARGET].in_map = true;
+	/*
+	 * The gate is closed, so everything the verdict sees is passed up and counted; the
+	 * daemon forwards it, with whatever arrived before the insert, then opens the gate.
+	 */
+	err = dataplane_add_source(d->dp, r->ep[CLIENT].cookie, r->ep[CLIENT].fd);
+	if (err)
+		return err;
+	r->ep[CLIENT].in_map = true;
+	return 0;
+}
+
+static int on_connected(struct redirect *r)
+{
+	int err, i;
+
+	r->connecting = false;
+	err = socket_error(r->ep[TARGET].fd);
+	if (err)
+		return redirect_fail(r, err, "connect");
+	err = link_pair(r);
+	if (err)
+		return redirect_fail(r, err, "adding the pair to the sockhash for");
+	for (i = 0; i < 2; i++) {
+		r->dir[i].buf = malloc(SYNC_BUF_SIZE);
+		if (!r->dir[i].buf)
+			return redirect_fail(r, -ENOMEM, "buffer for");
+	}
+	r->dir[CLIENT].state = DIR_SYNC;
+	r->dir[TARGET].state = DIR_COPY;
+	log_debug("[%s] redirect %" PRIu64 ": connected", r->l->rc->name, r->id);
+	return redirect_step(r);
+}
+
+/* ---- data forwarded by the daemon ---- */
+
+/* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
+static int flush_buf(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	while (dir->buf_off < dir->buf_len) {
+		if (dst->hup) {
+			dir->buf_off = dir->buf_len = 0; /* nobody left to read it */
+			break;
+		}
+		n = send(dst->fd, dir->buf + dir->buf_off, dir->buf_len - dir->buf_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			dst->hup = true;
+			continue;
+		}
+		dir->buf_off += n;
+		dir->user_bytes += n;
+	}
+	dir->buf_off = dir->buf_len = 0;
+	return 1;
+}
+
+/* Read what the source holds and write it on. Returns bytes read, or -EAGAIN/-errno, 0 at EOF. */
+static ssize_t forward_some(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	ssize_t n;
+
+	if (!flush_buf(r, src))
+		return -EAGAIN;
+	do
+		n = recv(r->ep[src].fd, dir->buf, SYNC_BUF_SIZE, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	dir->buf_len = n;
+	flush_buf(r, src);
+	return n;
+}
+
+/*
+ * Catch up with the gate of one direction. The daemon may set released = held only when
+ * everything passed so far has been read and written: a read that finds nothing, with held
+ * unchanged around it, proves that.
+ */
+static void dir_sync(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	uint64_t before, after;
+	ssize_t n;
+
+	for (;;) {
+		before = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+		n = forward_some(r, src);
+		if (n == 0 || (n < 0 && n != -EAGAIN)) {
+			dir->state = DIR_DRAINING; /* EOF or error on the source */
+			return;
+		}
+		if (dir->buf_off < dir->buf_len)
+			return; /* destination full: wait for EPOLLOUT */
+		if (n > 0)
+			continue;
+		after = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+		if (before == after)
+			break;
+	}
+	if (!gate->open || gate->released != after) {
+		__atomic_store_n(&gate->released, after, __ATOMIC_RELEASE);
+		__atomic_store_n(&gate->open, 1, __ATOMIC_RELEASE);
+		dir->opened_usec = now_usec();
+		return;
+	}
+	if (now_usec() - dir->opened_usec >= GATE_GRACE_USEC)
+		dir->state = DIR_OPEN;
+}
+
+/* The daemon's own direction: copy until EOF, then pass the half-close on. */
+static void dir_copy(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	do
+		n = forward_some(r, src);
+	while (n > 0 && dir->buf_off == dir->buf_len);
+	if (n > 0 || n == -EAGAIN)
+		return;
+	if (n < 0)
+		r->close_after_drain = true; /* the source is broken */
+	if (dir->buf_off < dir->buf_len)
+		return;
+	if (!dst->hup)
+		shutdown(dst->fd, SHUT_WR);
+	dir->state = DIR_DONE;
+}
+
+/* ---- EOF and drain ---- */
+
+static bool dir_drained(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	struct vsockmap_queue_info qi;
+	struct vsockmap_counters c;
+	uint64_t now = now_usec();
+	int err;
+
+	if (dst->hup)
+		return true;
+	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
+		log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in %u ms",
+			 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
+			 r->d->cfg.daemon.drain_timeout_ms);
+		return true;
+	}
+	err = dataplane_queue_info(r->d->dp, dst->cookie, &qi);
+	if (!err)
+		return !qi.backlog_skbs && !qi.partial_bytes;
+	if (err == -ENOENT)
+		return true;
+	/* No iterator: wait until the kernel's counter for this direction stops moving. */
+	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+		return true;
+	if (c.bytes != dir->drain_last_bytes || !dir->drain_last_change_usec) {
+		dir->drain_last_bytes = c.bytes;
+		dir->drain_last_change_usec = now;
+		return false;
+	}
+	return now - dir->drain_last_change_usec >= DRAIN_QUIET_USEC;
+}
+
+static void dir_drain(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	if (!dir->drain_started_usec)
+		dir->drain_started_usec = now_usec();
+	if (!dir_drained(r, src))
+		return;
+	/* The kernel is done; take anything still queued on the source (held bytes). */
+	do {
+		n = forward_some(r, src);
+	} while (n > 0);
+	if (dir->buf_off < dir->buf_len)
+		return;
+	if (!dst->hup)
+		shutdown(dst->fd, SHUT_WR);
+	dir->state = DIR_DONE;
+	log_debug("[%s] redirect %" PRIu64 ": %s finished, drained in %" PRIu64 " us",
+		  r->l->rc->name, r->id, src == CLIENT ? "client->target" : "target->client",
+		  now_usec() - dir->drain_started_usec);
+}
+
+static void poll_endpoint(struct redirect *r, int i)
+{
+	struct pollfd pfd = { .fd = r->ep[i].fd, .events = POLLRDHUP };
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	if (pfd.revents & (POLLHUP | POLLERR)) {
+		/* Broken or fully closed: nothing more goes to it; finish the other way, then close. */
+		r->ep[i].hup = true;
+		r->close_after_drain = true;
+		if (r->dir[1 - i].state != DIR_DONE)
+			r->dir[1 - i].state = DIR_DONE;
+	}
+	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
+		r->dir[i].state = DIR_DRAINING;
+}
+
+/* Still has bytes to deliver before the pair may close. */
+static bool dir_busy(const struct direction *dir)
+{
+	return dir->state == DIR_SYNC || dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
+	       dir->buf_off < dir->buf_len;
+}
+
+static void log_closed(struct redirect *r)
+{
+	struct redirect_info info;
+
+	redirect_get_info(r, &info);
+	log_debug("[%s] redirect %" PRIu64 ": closed after %" PRIu64 " ms; bytes out %" PRIu64
+		  " (%" PRIu64 " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
+		  r->l->rc->name, r->id, info.age_usec / USEC_PER_MSEC,
+		  info.bytes[VSOCKMAP_DIR_TO_TARGET], r->dir[CLIENT].user_bytes,
+		  info.bytes[VSOCKMAP_DIR_TO_CLIENT], r->dir[TARGET].user_bytes);
+}
+
+static int redirect_step(struct redirect *r)
+{
+	uint64_t deadline = 0, now;
+	int i;
+
+	if (r->connecting) {
+		struct pollfd pfd = { .fd = r->ep[TARGET].fd, .events = POLLOUT };
+
+		if (poll(&pfd, 1, 0) > 0)
+			return on_connected(r);
+		if (now_usec() >= r->connect_deadline_usec)
+			return redirect_fail(r, -ETIMEDOUT, "connect");
+		arm_timer(r, r->connect_deadline_usec);
+		return 0;
+	}
+	for (i = 0; i < 2; i++)
+		poll_endpoint(r, i);
+	for (i = 0; i < 2; i++) {
+		if (r->dir[i].state == DIR_SYNC)
+			dir_sync(r, i);
+		if (r->dir[i].state == DIR_DRAINING)
+			dir_drain(r, i);
+		if (r->dir[i].state == DIR_COPY)
+			dir_copy(r, i);
+	}
+	if ((r->dir[CLIENT].state == DIR_DONE && r->dir[TARGET].state == DIR_DONE) ||
+	    (r->close_after_drain && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
+		log_closed(r);
+		redirect_free(r);
+		return 0;
+	}
+	now = now_usec();
+	for (i = 0; i < 2; i++) {
+		uint64_t t = 0;
+
+		if (r->dir[i].state == DIR_SYNC && r->dir[i].opened_usec)
+			t = r->dir[i].opened_usec + GATE_GRACE_USEC;
+		else if (r->dir[i].state == DIR_DRAINING)
+			t = now + DRAIN_POLL_USEC;
+		if (t && (!deadline || t < deadline))
+			deadline = t;
+	}
+	arm_timer(r, deadline);
+	update_io(r);
+	return 0;
+}
+
+/* ---- start ---- */
+
+static void read_client_identity(struct redirect *r)
+{
+	socklen_t len = sizeof(r->cred);
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (getsockopt(r->ep[CLIENT].fd, SOL_SOCKET, SO_PEERCRED, &r->cred, &len))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", r->cred.pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, r->comm, sizeof(r->comm) - 1);
+	close(fd);
+	if (n > 0 && r->comm[n - 1] == '\n')
+		n--;
+	r->comm[n > 0 ? n : 0] = '\0';
+}
+
+int redirect_start(struct daemon *d, struct listener *l, int client_fd)
+{
+	const struct address *target = &l->rc->connect;
+	unsigned int timeout_ms;
+	struct redirect *r;
+	int in_progress, err, i;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		safe_close(client_fd);
+		return -ENOMEM;
+	}
+	r->d = d;
+	r->l = l;
+	r->id = daemon_next_id(d);
+	r->started_usec = now_usec();
+	r->ep[CLIENT].fd = client_fd;
+	r->ep[TARGET].fd = -1;
+	r->next = d->redirects;
+	if (d->redirects)
+		d->redirects->prev = r;
+	d->redirects = r;
+	d->n_redirects++;
+	l->live++;
+	l->accepted++;
+	read_client_identity(r);
+
+	timeout_ms = target->connect_timeout_ms ?: d->cfg.daemon.connect_timeout_ms;
+	r->connect_deadline_usec = r->started_usec + timeout_ms * USEC_PER_MSEC;
+	err = sd_event_add_time(d->event, &r->timer, CLOCK_MONOTONIC, r->connect_deadline_usec, 0,
+				on_timer, r);
+	if (err < 0)
+		goto fail;
+	r->ep[TARGET].fd = target_connect_start(target, &in_progress);
+	if (r->ep[TARGET].fd < 0) {
+		err = r->ep[TARGET].fd;
+		goto fail;
+	}
+	for (i = 0; i < 2; i++) {
+		err = sd_event_add_io(d->event, &r->ep[i].io, r->ep[i].fd, 0, on_io, r);
+		if (err < 0)
+			goto fail;
+	}
+	r->connecting = true;
+	if (!in_progress)
+		return on_connected(r);
+	update_io(r);
+	return 0;
+
+fail:
+	return redirect_fail(r, err, "connect");
+}

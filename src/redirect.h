@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * One stream redirect: a client connection accepted on a listener and its target
+ * connection, joined in the kernel. The daemon sets the pair up without losing or
+ * reordering a byte, watches both ends for EOF, propagates a half-close once the kernel
+ * backlog has drained, and closes the pair.
+ */
+#ifndef VSOCKMAP_REDIRECT_H
+#define VSOCKMAP_REDIRECT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "vsockmap.h"
+
+struct daemon;
+struct listener;
+struct redirect;
+
+struct redirect_info {
+	uint64_t id;
+	const char *name;
+	const char *state;
+	struct ucred client; /* pid 0: unknown */
+	char comm[32];
+	uint64_t age_usec;
+	uint64_t bytes[VSOCKMAP_NR_DIRS];
+	uint64_t packets[VSOCKMAP_NR_DIRS];
+};
+
+/* Take over an accepted client connection and dial the listener's target. */
+int redirect_start(struct daemon *d, struct listener *l, int client_fd);
+
+/* Close at once, without draining (daemon shutdown). */
+void redirect_free(struct redirect *r);
+
+struct redirect *redirect_next(struct redirect *r);
+void redirect_get_info(struct redirect *r, struct redirect_info *info);
+struct listener *redirect_listener(struct redirect *r);
+
+#endif

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sockios.h>
+#include <linux/vm_sockets.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sockopt.h"
+#include "util.h"
+
+#define LISTEN_BACKLOG_DEFAULT 128
+
+static int make_sockaddr_un(const char *path, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun->sun_path, path);
+	return 0;
+}
+
+static int mkdir_parents(const char *path)
+{
+	char dir[PATH_MAX];
+	char *p;
+
+	if (strlen(path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	strcpy(dir, path);
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return 0;
+	*p = '\0';
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* A socket file left by an earlier run is stale if connecting to it is refused. */
+static int remove_stale_socket(const struct sockaddr_un *sun, int type)
+{
+	struct stat st;
+	int fd, r;
+
+	if (lstat(sun->sun_path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	r = r ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		return -EADDRINUSE;
+	if (r != -ECONNREFUSED)
+		return r == -EPROTOTYPE ? -EADDRINUSE : r;
+	return unlink(sun->sun_path) ? -errno : 0;
+}
+
+int unix_listener_open(const struct address *addr, const char **why)
+{
+	int type = addr->sock_type == SOCK_DGRAM ? SOCK_DGRAM : SOCK_STREAM;
+	struct sockaddr_un sun;
+	mode_t old_umask;
+	int fd, r;
+
+	r = make_sockaddr_un(addr->path, &sun);
+	*why = "socket path";
+	if (r)
+		return r;
+	*why = "creating the parent directory";
+	r = mkdir_parents(addr->path);
+	if (r)
+		return r;
+	*why = "checking the existing socket file";
+	r = remove_stale_socket(&sun, type);
+	if (r)
+		return r;
+	*why = "socket";
+	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Nobody may connect before the configured mode and owner are in place. */
+	old_umask = umask(0177);
+	*why = "bind";
+	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ? -errno : 0;
+	umask(old_umask);
+	if (r)
+		goto out_close;
+	*why = "chown";
+	if ((addr->has_user || addr->has_group) &&
+	    chown(addr->path, addr->has_user ? addr->user : (uid_t)-1,
+		  addr->has_group ? addr->group : (gid_t)-1)) {
+		r = -errno;
+		goto out_unlink;
+	}
+	*why = "chmod";
+	if (chmod(addr->path, addr->has_mode ? addr->mode : 0666 & ~old_umask)) {
+		r = -errno;
+		goto out_unlink;
+	}
+	*why = "listen";
+	if (type == SOCK_STREAM &&
+	    listen(fd, addr->backlog ? addr->backlog : LISTEN_BACKLOG_DEFAULT)) {
+		r = -errno;
+		goto out_unlink;
+	}
+	return fd;
+
+out_unlink:
+	unlink(addr->path);
+out_close:
+	safe_close(fd);
+	return r;
+}
+
+int target_connect_start(const struct address *addr, int *in_progress)
+{
+	struct sockaddr_storage ss = {};
+	socklen_t len;
+	int fd, family, type = SOCK_STREAM;
+
+	if (addr->kind == ADDRESS_VSOCK_CONNECT) {
+		struct sockaddr_vm *svm = (struct sockaddr_vm *)&ss;
+
+		family = AF_VSOCK;
+		type = addr->sock_type == SOCK_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
+		svm->svm_family = AF_VSOCK;
+		svm->svm_cid = addr->cid;
+		svm->svm_port = addr->port;
+		len = sizeof(*svm);
+	} else if (addr->kind == ADDRESS_UNIX_CONNECT) {
+		family = AF_UNIX;
+		if (make_sockaddr_un(addr->path, (struct sockaddr_un *)&ss))
+			return -ENAMETOOLONG;
+		len = sizeof(struct sockaddr_un);
+	} else {
+		return -EINVAL;
+	}
+	fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	*in_progress = 0;
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		if (errno != EINPROGRESS && errno != EAGAIN) {
+			int r = -errno;
+
+			safe_close(fd);
+			return r;
+		}
+		*in_progress = 1;
+	}
+	return fd;
+}
+
+int socket_error(int fd)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return -errno;
+	return -err;
+}
+
+int socket_cookie(int fd, uint64_t *cookie)
+{
+	socklen_t len = sizeof(*cookie);
+
+	return getsockopt(fd, SOL_SOCKET, SO_COOKIE, cookie, &len) ? -errno : 0;
+}
+
+int socket_force_sndbuf(int fd, unsigned int bytes)
+{
+	int v = bytes > INT_MAX ? INT_MAX : (int)bytes;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) == 0)
+		return 0;
+	/* Without CAP_NET_ADMIN take what net.core.wmem_max allows. */
+	return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) ? -errno : 0;
+}
+
+int socket_inq(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, SIOCINQ, &n) ? -errno : n;
+}

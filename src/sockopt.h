@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Socket set-up for the daemon: listeners, non-blocking connects, buffer sizes, cookies. */
+#ifndef VSOCKMAP_SOCKOPT_H
+#define VSOCKMAP_SOCKOPT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "address.h"
+
+/*
+ * Bind a unix socket of the address's type at its path: create the parent directory, replace
+ * a stale socket file only if nothing answers on it, apply mode/user/group. Stream sockets
+ * also listen. Returns the fd or -errno; *why names the failing step for the log.
+ */
+int unix_listener_open(const struct address *addr, const char **why);
+
+/* Start a non-blocking connect to a target. Returns the fd (connected or in progress). */
+int target_connect_start(const struct address *addr, int *in_progress);
+
+/* SO_ERROR of a socket whose connect finished: 0 or -errno. */
+int socket_error(int fd);
+
+int socket_cookie(int fd, uint64_t *cookie);
+
+/*
+ * Raise the send buffer past net.core.wmem_max: the backlog worker retries one jiffy later
+ * whenever the egress socket looks full (sk_sndbuf), so a small buffer throttles a redirect.
+ */
+int socket_force_sndbuf(int fd, unsigned int bytes);
+
+/* Bytes waiting in the receive queue (SIOCINQ), or -errno. */
+int socket_inq(int fd);
+
+#endif

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * USEC_PER_SEC + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int safe_close(int fd)
+{
+	int saved = errno;
+
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+	return -1;
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# run.sh - run one test suite inside the vsockmap QEMU test VM.
+#
+# Usage: tests/vm/run.sh SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--shell]
+#
+#   SUITE_SCRIPT     busybox sh script run in the VM as /suite.sh; it sources
+#                    /usr/lib/vmtest/lib.sh and prints VMTEST lines
+#   --file SRC[:DEST]  extra file for the initramfs (see mkinitramfs.sh)
+#   --timeout SEC    bound on the whole VM run (default 600, or VSOCKMAP_VM_TIMEOUT)
+#   --shell          interactive: after the suite, give a shell on the console
+#                    (no timeout, no result parsing; leave with 'poweroff -f')
+#
+# Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES (see
+# scripts/fetch-vm-kernel.sh), VSOCKMAP_VM_TIMEOUT, VSOCKMAP_VM_VERBOSE=1 (echo
+# the raw console while it runs), QEMU (default qemu-system-x86_64).
+#
+# Output: one "  PASS|FAIL|SKIP name detail" line per test, then
+# "N passed, N failed[, N skipped]". Exit status 0 only if nothing failed, the
+# suite reached its end (VMSUITE-END) and at least one test ran.
+# The raw console is kept in .output/vm/SUITE.log.
+
+set -euo pipefail
+shopt -s extglob
+
+PROG=vm
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+QEMU=${QEMU:-qemu-system-x86_64}
+
+die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+usage() {
+	echo "usage: $0 SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--shell]" >&2
+	exit 2
+}
+
+suite=
+timeout_s=${VSOCKMAP_VM_TIMEOUT:-600}
+shell=0
+mkargs=()
+while (($#)); do
+	case $1 in
+	--file)
+		(($# >= 2)) || usage
+		mkargs+=(--file "$2")
+		shift 2
+		;;
+	--timeout)
+		(($# >= 2)) || usage
+		timeout_s=$2
+		shift 2
+		;;
+	--shell)
+		shell=1
+		shift
+		;;
+	-h | --help) usage ;;
+	-*) die "unknown option $1" ;;
+	*)
+		[[ -z $suite ]] || usage
+		suite=$1
+		shift
+		;;
+	esac
+done
+[[ -n $suite ]] || usage
+[[ -f $suite ]] || die "suite script $suite not found"
+[[ $timeout_s =~ ^[0-9]+$ && $timeout_s -ge 10 ]] || die "--timeout wants whole seconds >= 10"
+command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
+
+name=$(basename "$suite")
+name=${name%.sh}
+outdir=$ROOT/.output/vm
+mkdir -p "$outdir"
+log=$outdir/$name.log
+initrd=$outdir/$name.cpio.gz
+rel_log=${log#"$PWD"/}
+
+t0=$EPOCHREALTIME
+
+# Kernel + modules.
+# Both helpers print their own one-line error.
+kinfo=$("$ROOT/scripts/fetch-vm-kernel.sh") || exit 1
+kernel=$(sed -n 's/^KERNEL=//p' <<<"$kinfo")
+moddir=$(sed -n 's/^MODULES=//p' <<<"$kinfo")
+[[ -n $kernel && -n $moddir ]] || die "fetch-vm-kernel.sh printed no KERNEL/MODULES"
+
+"$HERE/mkinitramfs.sh" "$initrd" --suite "$suite" --modules "$moddir" ${mkargs[@]+"${mkargs[@]}"} ||
+	exit 1
+
+# Leave time inside the VM for the suite's own timeout to report before the
+# host-side one fires.
+# (Boot takes ~4 s, poweroff well under 1 s.)
+suite_timeout=$((timeout_s - 30))
+((suite_timeout >= timeout_s * 2 / 3 - 5)) || suite_timeout=$((timeout_s * 2 / 3 - 5))
+((suite_timeout >= 5)) || suite_timeout=5
+
+append="console=ttyS0 quiet panic=-1 vmtest.timeout=$suite_timeout"
+# shellcheck disable=SC2054 # commas belong to -cpu
+qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp 1 -m 1024 -nographic -no-reboot -nic none
+	-kernel "$kernel" -initrd "$initrd")
+
+if ((shell)); then
+	exec "${qemu_cmd[@]}" -append "$append vmtest.shell=1"
+fi
+
+rcfile=$(mktemp "${TMPDIR:-/tmp}/vsockmap-vm-rc.XXXXXX")
+trap 'rm -f "$rcfile"' EXIT
+t_boot0=$EPOCHREALTIME
+npass=0 nfail=0 nskip=0
+seen_end=0 suite_rc='' kver='' t_kernel=''
+
+# Raw console -> log; VMTEST lines -> stdout as they arrive.
+set +e
+while IFS= read -r line; do
+	line=${line//$'\r'/}
+	# Terminal resets and escape sequences from firmware and the kernel.
+	line=${line//$'\e'[\[]*([0-9;?])[[:alpha:]]/}
+	line=${line//$'\e'c/}
+	[[ ${VSOCKMAP_VM_VERBOSE:-0} != 1 ]] || printf '| %s\n' "$line"
+	if [[ $line =~ VMTEST\ (PASS|FAIL|SKIP)\ ([^ ]+)(\ (.*))?$ ]]; then
+		kind=${BASH_REMATCH[1]}
+		test_name=${BASH_REMATCH[2]}
+		detail=${BASH_REMATCH[4]}
+		printf '  %s %s%s\n' "$kind" "$test_name" "${detail:+ $detail}"
+		case $kind in
+		PASS) npass=$((npass + 1)) ;;
+		FAIL) nfail=$((nfail + 1)) ;;
+		SKIP) nskip=$((nskip + 1)) ;;
+		esac
+	elif [[ $line =~ VMSUITE-END\ rc=([0-9]+) ]]; then
+		seen_end=1
+		suite_rc=${BASH_REMATCH[1]}
+	elif [[ $line =~ VM:\ kernel\ ([^ ]+) ]]; then
+		kver=${BASH_REMATCH[1]}
+		t_kernel=$EPOCHREALTIME
+	fi
+done < <(timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" -append "$append" </dev/null 2>&1 | tee "$log"
+	echo "${PIPESTATUS[0]}" >"$rcfile")
+set -e
+t1=$EPOCHREALTIME
+
+qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
+
+problem=
+if ((!seen_end)); then
+	if grep -q 'Kernel panic' "$log"; then
+		problem="VM kernel panicked before the suite ended; see $rel_log"
+	elif [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
+		problem="VM hung: no VMSUITE-END within ${timeout_s}s; see $rel_log"
+	else
+		problem="VM exited (qemu rc=${qemu_rc:-?}) without VMSUITE-END; see $rel_log"
+	fi
+elif ((nfail == 0 && suite_rc != 0)); then
+	printf '  FAIL suite-exit /suite.sh exited rc=%s\n' "$suite_rc"
+	nfail=$((nfail + 1))
+fi
+if [[ -z $problem ]] && ((npass + nfail + nskip == 0)); then
+	problem="the suite reported no VMTEST results; see $rel_log"
+fi
+
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+timing="total $(elapsed "$t0" "$t1")s"
+[[ -z $t_kernel ]] || timing="boot $(elapsed "$t_boot0" "$t_kernel")s, $timing"
+echo "vm: ${kver:-kernel ?} ($timing); log $rel_log"
+[[ -z $problem ]] || echo "vm: $problem"
+
+summary="$npass passed, $nfail failed"
+((nskip == 0)) || summary+=", $nskip skipped"
+echo "$summary"
+
+[[ -z $problem ]] && ((nfail == 0))
