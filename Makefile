@@ -77,7 +77,15 @@ $(SKEL): $(BPF_OBJ)
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name vsockmap_bpf > $@.tmp && mv $@.tmp $@
 
+# The object's SHA-256, so the logs of every suite can show the same object was loaded.
+$(OUTPUT)/bpf-object.sha256: $(BPF_OBJ)
+	$(Q)sha256sum $< | cut -d' ' -f1 > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/bpf_object_id.h: $(OUTPUT)/bpf-object.sha256
+	$(Q)printf '#define VSOCKMAP_BPF_SHA256 "%s"\n' "$$(cat $<)" > $@.tmp && mv $@.tmp $@
+
 $(OUTPUT)/src/bpf_dataplane.o: $(SKEL)
+$(OUTPUT)/src/daemon.o: $(OUTPUT)/bpf_object_id.h
 
 $(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)

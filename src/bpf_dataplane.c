@@ -111,7 +111,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode)
 	if (err)
 		goto out_free;
 
-	err = -EPERM;
+	err = -ECANCELED; /* --drain=timed */
 	if (mode != DRAIN_TIMED) {
 		err = skel_load(dp, true);
 		if (err && mode == DRAIN_ITERATOR) {
@@ -219,6 +219,11 @@ int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd)
 int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd)
 {
 	return sockhash_add(dp->skel->maps.egress, cookie, fd);
+}
+
+void dataplane_remove_source(struct dataplane *dp, uint64_t cookie)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie);
 }
 
 void dataplane_remove(struct dataplane *dp, uint64_t cookie)

@@ -36,6 +36,8 @@ int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint
 int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd);
 /* A socket that redirected data is sent out of; its own incoming data is left alone. */
 int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd);
+/* Take a source out of the verdict's sockhash again; its link stays. */
+void dataplane_remove_source(struct dataplane *dp, uint64_t cookie);
 /* Remove from both sockhashes and drop the link; missing entries are not an error. */
 void dataplane_remove(struct dataplane *dp, uint64_t cookie);
 

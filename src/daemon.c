@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
+
+#include "bpf_object_id.h"
 
 #include "control_server.h"
 #include "daemon.h"
@@ -127,14 +130,18 @@ static int open_listeners(struct daemon *d)
 static void log_datapath(struct daemon *d)
 {
 	const struct dataplane_features *f = dataplane_features(d->dp);
+	struct utsname uts = {};
 
+	uname(&uts);
+	log_info("data path: kernel (sockmap), BPF object sha256:%s on kernel %s",
+		 VSOCKMAP_BPF_SHA256, uts.release);
 	if (f->iterator)
-		log_info("data path: kernel (sockmap); drain signal: queue iterator");
+		log_info("drain signal: queue iterator");
 	else
-		log_notice("data path: kernel (sockmap); drain signal: timed, the queue iterator "
-			   "was not loaded (%s)",
-			   f->iterator_error == -EPERM ? "refused by the kernel: EPERM" :
-							 strerror(-f->iterator_error));
+		log_notice("drain signal: timed; the queue iterator was not loaded (%s)",
+			   f->iterator_error == -ECANCELED ? "--drain=timed" :
+			   f->iterator_error == -EPERM	   ? "refused by the kernel: EPERM" :
+							     strerror(-f->iterator_error));
 }
 
 int daemon_start(struct daemon *d, const struct daemon_options *opts)

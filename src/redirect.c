@@ -19,10 +19,10 @@
 
 #define SYNC_BUF_SIZE (256 * 1024)
 /*
- * After the gate opens, a verdict that read the closed gate may still pass one skb. It runs
- * with migration disabled inside an RCU section, so 50 ms is far beyond its lifetime.
+ * After the source leaves the sockhash, a verdict that was already running may still queue
+ * one skb for the target. It runs inside an RCU read section, so 50 ms is far beyond it.
  */
-#define GATE_GRACE_USEC (50 * USEC_PER_MSEC)
+#define VERDICT_GRACE_USEC (50 * USEC_PER_MSEC)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
 /* Without the queue iterator: the direction counts as drained once quiet this long. */
 #define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
@@ -30,7 +30,8 @@
 enum { CLIENT = 0, TARGET = 1 };
 
 enum dir_state {
-	DIR_SYNC,     /* the daemon forwards what arrived before the pair was complete */
+	DIR_SYNC,     /* the daemon forwards what arrived before the kernel takes over */
+	DIR_RESYNC,   /* the source came out of the map again: wait for in-flight verdicts */
 	DIR_OPEN,     /* the kernel redirects */
 	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
 	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
@@ -50,7 +51,8 @@ struct direction {
 	char *buf; /* bytes read from the source, not yet written to the destination */
 	size_t buf_len, buf_off;
 	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
-	uint64_t opened_usec;
+	uint64_t user_packets;
+	uint64_t resync_usec; /* DIR_RESYNC: when the source left the map */
 	uint64_t drain_started_usec;
 	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
 	uint64_t drain_last_change_usec;
@@ -139,7 +141,7 @@ static const char *redirect_state(struct redirect *r)
 		return "draining";
 	if (a == DIR_DONE || b == DIR_DONE)
 		return "half-closed";
-	if (a == DIR_SYNC || b == DIR_SYNC)
+	if (a == DIR_SYNC || a == DIR_RESYNC)
 		return "syncing";
 	return "open";
 }
@@ -158,9 +160,10 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info)
 	info->age_usec = now_usec() - r->started_usec;
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 		info->bytes[dir] = r->dir[dir].user_bytes;
+		info->packets[dir] = r->dir[dir].user_packets;
 		if (r->has_slot && !dataplane_counters(r->d->dp, r->slot, dir, &c)) {
 			info->bytes[dir] += c.bytes;
-			info->packets[dir] = c.packets + c.held_packets;
+			info->packets[dir] += c.packets;
 		}
 	}
 }
@@ -275,14 +278,9 @@ static int link_pair(struct redirect *r)
 	if (err)
 		return err;
 	r->ep[TARGET].in_map = true;
-	/*
-	 * The gate is closed, so everything the verdict sees is passed up and counted; the
-	 * daemon forwards it, with whatever arrived before the insert, then opens the gate.
-	 */
-	err = dataplane_add_source(d->dp, r->ep[CLIENT].cookie, r->ep[CLIENT].fd);
-	if (err)
-		return err;
-	r->ep[CLIENT].in_map = true;
+	/* Open from the start: the verdict passes data up only if the target left the map. */
+	__atomic_store_n(&dataplane_gate(d->dp, r->slot, VSOCKMAP_DIR_TO_TARGET)->open, 1,
+			 __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -334,64 +332,98 @@ static int flush_buf(struct redirect *r, int src)
 		}
 		dir->buf_off += n;
 		dir->user_bytes += n;
+		dir->user_packets++;
 	}
 	dir->buf_off = dir->buf_len = 0;
 	return 1;
 }
 
-/* Read what the source holds and write it on. Returns bytes read, or -EAGAIN/-errno, 0 at EOF. */
+/* The source's peer will send no more (read before reading, see forward_some()). */
+static bool peer_shut_down(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
+}
+
+/*
+ * The peer closed, not just shut down writing. A zero-length send fails with EPIPE once the
+ * peer stopped receiving (vsock checks peer_shutdown before anything else); a unix peer's
+ * close shows as EPOLLHUP instead.
+ */
+static bool peer_closed(int fd)
+{
+	return send(fd, "", 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EPIPE;
+}
+
+/*
+ * Read what the source holds and write it on. Returns bytes read, 0 at EOF, or -EAGAIN/-errno.
+ * A vsock socket in a sockmap never reads 0 at EOF: vsock_bpf_recvmsg() answers EAGAIN. So
+ * EAGAIN after the peer had already shut down counts as EOF; the peer's data is queued before
+ * its shutdown arrives, so nothing can follow.
+ */
 static ssize_t forward_some(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
+	bool shut;
 	ssize_t n;
 
 	if (!flush_buf(r, src))
 		return -EAGAIN;
+	shut = peer_shut_down(r->ep[src].fd);
 	do
 		n = recv(r->ep[src].fd, dir->buf, SYNC_BUF_SIZE, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
+		return errno == EAGAIN && shut ? 0 : -errno;
 	dir->buf_len = n;
 	flush_buf(r, src);
 	return n;
 }
 
 /*
- * Catch up with the gate of one direction. The daemon may set released = held only when
- * everything passed so far has been read and written: a read that finds nothing, with held
- * unchanged around it, proves that.
+ * Forward what the client sent before the kernel takes over, then put the client socket in
+ * the sockhash. The daemon never reads a source while it is mapped: the verdict dequeues one
+ * skb per wakeup and passes it on outside the socket lock, so a concurrent recv() could take
+ * the next skb first and reorder the stream. An skb that arrived between the last read and
+ * the insert was queued before the verdict was attached and would wait for the next send (or
+ * for ever), so if any is left the socket comes out again and the daemon takes it.
  */
 static void dir_sync(struct redirect *r, int src)
 {
-	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
-	uint64_t before, after;
+	struct endpoint *ep = &r->ep[src];
 	ssize_t n;
+	int err;
 
-	for (;;) {
-		before = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	do
 		n = forward_some(r, src);
-		if (n == 0 || (n < 0 && n != -EAGAIN)) {
-			dir->state = DIR_DRAINING; /* EOF or error on the source */
-			return;
-		}
-		if (dir->buf_off < dir->buf_len)
-			return; /* destination full: wait for EPOLLOUT */
-		if (n > 0)
-			continue;
-		after = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
-		if (before == after)
-			break;
-	}
-	if (!gate->open || gate->released != after) {
-		__atomic_store_n(&gate->released, after, __ATOMIC_RELEASE);
-		__atomic_store_n(&gate->open, 1, __ATOMIC_RELEASE);
-		dir->opened_usec = now_usec();
+	while (n > 0 && dir->buf_off == dir->buf_len);
+	if (n == 0 || (n < 0 && n != -EAGAIN)) {
+		dir->state = DIR_DRAINING; /* EOF or error on the source */
 		return;
 	}
-	if (now_usec() - dir->opened_usec >= GATE_GRACE_USEC)
+	if (dir->buf_off < dir->buf_len)
+		return; /* destination full: wait for EPOLLOUT */
+	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
+	if (err) {
+		log_errno(LOG_WARNING, err, "[%s] redirect %" PRIu64 ": adding the client to the "
+			  "sockhash; the daemon carries it", r->l->rc->name, r->id);
+		dir->state = DIR_COPY;
+		return;
+	}
+	ep->in_map = true;
+	if (socket_inq(ep->fd) <= 0) {
 		dir->state = DIR_OPEN;
+		return;
+	}
+	dataplane_remove_source(r->d->dp, ep->cookie);
+	ep->in_map = false;
+	dir->state = DIR_RESYNC;
+	dir->resync_usec = now_usec();
+	dir->drain_started_usec = 0;
+	log_debug("[%s] redirect %" PRIu64 ": bytes arrived during the insert, syncing again",
+		  r->l->rc->name, r->id);
 }
 
 /* The daemon's own direction: copy until EOF, then pass the half-close on. */
@@ -405,12 +437,16 @@ static void dir_copy(struct redirect *r, int src)
 		n = forward_some(r, src);
 	while (n > 0 && dir->buf_off == dir->buf_len);
 	if (n > 0 || n == -EAGAIN)
-		return;
-	if (n < 0)
-		r->close_after_drain = true; /* the source is broken */
+		return; /* blocked on the destination, or nothing more yet */
+	if (n < 0 || peer_closed(r->ep[src].fd))
+		r->close_after_drain = true; /* the source is broken, or its peer gone for good */
 	if (dir->buf_off < dir->buf_len)
 		return;
-	if (!dst->hup)
+	/*
+	 * A source that is gone for good (the server closed) closes the pair right away, so the
+	 * client's next write fails with EPIPE instead of vanishing; otherwise pass the half-close.
+	 */
+	if (!dst->hup && !r->ep[src].hup && !r->close_after_drain)
 		shutdown(dst->fd, SHUT_WR);
 	dir->state = DIR_DONE;
 }
@@ -428,6 +464,8 @@ static bool dir_drained(struct redirect *r, int src)
 
 	if (dst->hup)
 		return true;
+	if (!dir->drain_started_usec)
+		dir->drain_started_usec = now;
 	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
 		log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in %u ms",
 			 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
@@ -450,14 +488,17 @@ static bool dir_drained(struct redirect *r, int src)
 	return now - dir->drain_last_change_usec >= DRAIN_QUIET_USEC;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
 static void dir_drain(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (!dir->drain_started_usec)
-		dir->drain_started_usec = now_usec();
 	if (!dir_drained(r, src))
 		return;
 	/* The kernel is done; take anything still queued on the source (held bytes). */
@@ -494,7 +535,8 @@ static void poll_endpoint(struct redirect *r, int i)
 /* Still has bytes to deliver before the pair may close. */
 static bool dir_busy(const struct direction *dir)
 {
-	return dir->state == DIR_SYNC || dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
+	return dir->state == DIR_SYNC || dir->state == DIR_RESYNC || dir->state == DIR_DRAINING ||
+	       dir->state == DIR_COPY ||
 	       dir->buf_off < dir->buf_len;
 }
 
@@ -528,6 +570,9 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++)
 		poll_endpoint(r, i);
 	for (i = 0; i < 2; i++) {
+		if (r->dir[i].state == DIR_RESYNC &&
+		    now_usec() - r->dir[i].resync_usec >= VERDICT_GRACE_USEC && dir_drained(r, i))
+			r->dir[i].state = DIR_SYNC;
 		if (r->dir[i].state == DIR_SYNC)
 			dir_sync(r, i);
 		if (r->dir[i].state == DIR_DRAINING)
@@ -545,8 +590,9 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++) {
 		uint64_t t = 0;
 
-		if (r->dir[i].state == DIR_SYNC && r->dir[i].opened_usec)
-			t = r->dir[i].opened_usec + GATE_GRACE_USEC;
+		if (r->dir[i].state == DIR_RESYNC)
+			t = max_u64(now + DRAIN_POLL_USEC,
+				    r->dir[i].resync_usec + VERDICT_GRACE_USEC);
 		else if (r->dir[i].state == DIR_DRAINING)
 			t = now + DRAIN_POLL_USEC;
 		if (t && (!deadline || t < deadline))

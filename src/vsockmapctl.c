@@ -143,8 +143,8 @@ static int call_daemon(struct json_object *req, struct json_object **resp)
 	case -EPIPE:
 		return fail(-r, "vsockmapd at %s closed the connection without answering", path);
 	case -EMSGSIZE:
-		return fail(-r, "answer from vsockmapd at %s is longer than %d bytes", path,
-			    CONTROL_RESPONSE_MAX);
+		return fail(-r, "request to or answer from vsockmapd at %s is too long for one line",
+			    path);
 	default:
 		return fail(-r, "cannot reach vsockmapd at %s: %s", path, strerror(-r));
 	}

@@ -1,0 +1,295 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
+#
+# End-to-end scenarios through the real vsockmapd, shared by the host suite (targets are
+# unix sockets) and the VM suite (targets are real vsock on CID 1). POSIX sh, so it runs
+# under bash on the host and busybox sh in the VM. The caller sources tests/vm/lib.sh first
+# (vmtest_pass/fail/skip, wait_for_file, now_ms) and sets:
+#
+#	E2E_TARGET   unix | vsock
+#	E2E_DIR      a fresh scratch directory
+#	E2E_BIG      size of the long stream (e.g. 256M)
+#	PATH         holding vsockmapd, vsockmapctl and vsm-peer
+#
+# Every byte is generated from a seed and verified by vsm-peer at the other end.
+
+E2E_PORT_BASE=${E2E_PORT_BASE:-6000}
+
+# target_addr INDEX: the target for scenario server INDEX, in vsm-peer and socat syntax.
+peer_addr() {
+	if [ "$E2E_TARGET" = vsock ]; then
+		echo "vsock:any:$((E2E_PORT_BASE + $1))"
+	else
+		echo "unix:$E2E_DIR/srv$1.sock"
+	fi
+}
+
+peer_seqpacket_addr() {
+	echo "vsock-seqpacket:any:$((E2E_PORT_BASE + $1))"
+}
+
+target_connect() {
+	if [ "$E2E_TARGET" = vsock ]; then
+		echo "VSOCK-CONNECT:1:$((E2E_PORT_BASE + $1))"
+	else
+		echo "UNIX-CONNECT:$E2E_DIR/srv$1.sock"
+	fi
+}
+
+e2e_write_config() {
+	cat >"$E2E_DIR/vsockmap.conf" <<CONF
+[daemon]
+control = $E2E_DIR/control.sock
+connect-timeout = 2
+log-level = info
+
+[stream]
+listen  = UNIX-LISTEN:$E2E_DIR/stream.sock
+connect = $(target_connect 0)
+
+[refused]
+listen  = UNIX-LISTEN:$E2E_DIR/refused.sock
+connect = $(target_connect 9)
+
+[dgram]
+listen  = UNIX-RECV:$E2E_DIR/dgram.sock
+connect = $(target_connect 1)
+CONF
+	if [ "$E2E_TARGET" = vsock ]; then
+		cat >>"$E2E_DIR/vsockmap.conf" <<CONF
+
+[seqpacket]
+listen  = UNIX-RECV:$E2E_DIR/seqpacket.sock
+connect = $(target_connect 2),type=seqpacket
+CONF
+	fi
+}
+
+e2e_start_daemon() {
+	e2e_write_config
+	vsockmapd -c "$E2E_DIR/vsockmap.conf" "$@" 2>"$E2E_DIR/daemon.log" &
+	E2E_DAEMON=$!
+	if ! wait_for_socket "$E2E_DIR/control.sock" 10; then
+		vmtest_fail daemon-start "vsockmapd did not come up: $(tail -n 3 "$E2E_DIR/daemon.log")"
+		return 1
+	fi
+	return 0
+}
+
+e2e_stop_daemon() {
+	kill "$E2E_DAEMON" 2>/dev/null
+	wait "$E2E_DAEMON" 2>/dev/null
+}
+
+# start_server NAME ADDR ARGS...: a vsm-peer server in the background, ready when this returns.
+start_server() {
+	_name=$1
+	_addr=$2
+	shift 2
+	rm -f "$E2E_DIR/$_name.ready"
+	vsm-peer server "$_addr" --ready-file "$E2E_DIR/$_name.ready" "$@" \
+		>"$E2E_DIR/$_name.server" 2>&1 &
+	SERVER_PID=$!
+	wait_for_file "$E2E_DIR/$_name.ready" 10
+}
+
+# finish NAME CLIENT_RC DETAIL: wait for the server, then report on both sides.
+finish() {
+	_name=$1
+	_crc=$2
+	wait "$SERVER_PID"
+	_src=$?
+	_srv=$(grep '^server total' "$E2E_DIR/$_name.server")
+	_cli=$(grep '^client total' "$E2E_DIR/$_name.client")
+	if [ "$_crc" -eq 0 ] && [ "$_src" -eq 0 ]; then
+		vmtest_pass "$_name" "$3 | $_cli"
+	else
+		vmtest_fail "$_name" "client rc=$_crc server rc=$_src | $(tail -n 2 "$E2E_DIR/$_name.client" | tr '\n' ' ') | $(tail -n 2 "$E2E_DIR/$_name.server" | tr '\n' ' ') | $_srv"
+	fi
+}
+
+client() {
+	_name=$1
+	shift
+	vsm-peer client "unix:$E2E_DIR/stream.sock" --timeout 120 "$@" >"$E2E_DIR/$_name.client" 2>&1
+}
+
+# live_redirects: how many redirects of section "stream" vsockmapctl lists.
+live_redirects() {
+	vsockmapctl -s "$E2E_DIR/control.sock" --no-legend list --name stream | grep -c .
+}
+
+wait_no_redirects() { # SEC: until the "stream" section has no live redirect
+	_ticks=$(($1 * 10))
+	while [ "$(live_redirects)" -ne 0 ]; do
+		[ "$_ticks" -gt 0 ] || return 1
+		_ticks=$((_ticks - 1))
+		sleep 0.1
+	done
+}
+
+# ---- scenarios ----------------------------------------------------------------------------
+
+scenario_stream_long() {
+	start_server stream-long "$(peer_addr 0)" --sink --count 1 --expect "$E2E_BIG" --timeout 300
+	client stream-long --send "$E2E_BIG" --timeout 300
+	finish stream-long $? "one $E2E_BIG stream, every byte verified"
+}
+
+scenario_concurrent() {
+	start_server concurrent-50 "$(peer_addr 0)" --echo --seeds 50 --count 50
+	client concurrent-50 --parallel 50 --send 1M --after echo
+	finish concurrent-50 $? "50 connections at once, 1 MiB each echoed"
+}
+
+scenario_echo() {
+	start_server echo-both-ways "$(peer_addr 0)" --echo --count 1
+	client echo-both-ways --send 32M --after echo
+	finish echo-both-ways $? "32 MiB out and the same 32 MiB back, concurrently"
+}
+
+scenario_half_close() {
+	start_server half-close-reply "$(peer_addr 0)" --sink --reply 4M --count 1
+	client half-close-reply --send 8M --after shutdown --expect-reply 4M
+	finish half-close-reply $? "client sends 8 MiB, shuts down writing, reads a 4 MiB reply"
+}
+
+scenario_server_closes_first() {
+	start_server server-closes-first "$(peer_addr 0)" --source 4M --count 1
+	client server-closes-first --send 0 --expect 4M
+	_rc=$?
+	if [ $_rc -eq 0 ] && ! grep -q 'write_after_eof=epipe' "$E2E_DIR/server-closes-first.client"; then
+		_rc=1
+		echo "client write after EOF did not fail with EPIPE" >>"$E2E_DIR/server-closes-first.client"
+	fi
+	finish server-closes-first $_rc "server sends 4 MiB and closes; client reads it all, then gets EPIPE"
+}
+
+scenario_client_killed() {
+	start_server client-killed "$(peer_addr 0)" --sink --count 1 --expect 8M --timeout 30
+	_t0=$(now_ms)
+	client client-killed --send 64M --kill-after 8M
+	_crc=$?
+	wait "$SERVER_PID"
+	_src=$?
+	_t1=$(now_ms)
+	if [ $_crc -ne 137 ]; then
+		vmtest_fail client-killed "client was not killed (rc=$_crc)"
+	elif [ $_src -ne 0 ]; then
+		vmtest_fail client-killed "server rc=$_src: $(tail -n 2 "$E2E_DIR/client-killed.server" | tr '\n' ' ')"
+	elif ! wait_no_redirects 5; then
+		vmtest_fail client-killed "the redirect was still listed 5 s after the client died"
+	else
+		vmtest_pass client-killed "SIGKILL after 8 MiB: server got exactly 8 MiB, verified, EOF after $((_t1 - _t0)) ms; redirect gone"
+	fi
+}
+
+scenario_slow_reader() {
+	start_server slow-reader "$(peer_addr 0)" --sink --count 1 --expect 16M --slow 2000 --read-size 16384
+	client slow-reader --send 16M
+	finish slow-reader $? "16 MiB into a reader taking 16 KiB every 2 ms"
+}
+
+scenario_refused() {
+	_t0=$(now_ms)
+	vsm-peer client "unix:$E2E_DIR/refused.sock" --send 0 --expect 0 --timeout 10 \
+		>"$E2E_DIR/refused.client" 2>&1
+	_rc=$?
+	_t1=$(now_ms)
+	if [ $_rc -ne 0 ]; then
+		vmtest_fail target-refused "client rc=$_rc: $(tail -n 1 "$E2E_DIR/refused.client")"
+	elif ! grep -q 'refused.*connect.*closing the client' "$E2E_DIR/daemon.log"; then
+		vmtest_fail target-refused "no log line naming the failed connect: $(tail -n 2 "$E2E_DIR/daemon.log")"
+	elif [ $((_t1 - _t0)) -gt 3000 ]; then
+		vmtest_fail target-refused "the client waited $((_t1 - _t0)) ms for EOF"
+	else
+		vmtest_pass target-refused "client closed after $((_t1 - _t0)) ms; log: $(grep 'refused.*connect' "$E2E_DIR/daemon.log" | head -n 1 | cut -c1-120)"
+	fi
+}
+
+# counters-agree: while one connection is open, vsockmapctl's counters equal the bytes moved.
+scenario_counters() {
+	start_server counters-agree "$(peer_addr 0)" --echo --count 1
+	head -c 3000001 /dev/urandom >"$E2E_DIR/counters.in"
+	(cat "$E2E_DIR/counters.in"; sleep 3) |
+		socat -t 5 - "UNIX-CONNECT:$E2E_DIR/stream.sock" >"$E2E_DIR/counters.out" 2>&1 &
+	_cpid=$!
+	sleep 1.5
+	_json=$(vsockmapctl -s "$E2E_DIR/control.sock" -j list --name stream)
+	wait $_cpid
+	wait "$SERVER_PID"
+	_out=$(printf '%s' "$_json" | sed -n 's/.*"bytes_out": *\([0-9]*\).*/\1/p')
+	_in=$(printf '%s' "$_json" | sed -n 's/.*"bytes_in": *\([0-9]*\).*/\1/p')
+	if ! cmp -s "$E2E_DIR/counters.in" "$E2E_DIR/counters.out"; then
+		vmtest_fail counters-agree "socat got back $(wc -c <"$E2E_DIR/counters.out") of 3000001 bytes, or different ones"
+	elif [ "$_out" != 3000001 ] || [ "$_in" != 3000001 ]; then
+		vmtest_fail counters-agree "moved 3000001 bytes each way, vsockmapctl says out=$_out in=$_in: $_json"
+	else
+		vmtest_pass counters-agree "3000001 bytes each way (cmp ok), vsockmapctl out=$_out in=$_in"
+	fi
+}
+
+scenario_dgram() {
+	vsm-peer client "unix-dgram:$E2E_DIR/dgram.sock" --dgram-count 100 --msg-size 64K \
+		>"$E2E_DIR/dgram-to-stream.client" 2>&1
+	_crc=$?
+	# The target sees EOF only when the daemon stops; give the datagrams a moment to land.
+	sleep 1
+	vsockmapctl -s "$E2E_DIR/control.sock" -j list --name dgram >"$E2E_DIR/dgram.json"
+	e2e_stop_daemon
+	finish dgram-to-stream $_crc "100 datagrams of 64 KiB into one stream: $(sed -n 's/.*"bytes_out": *\([0-9]*\).*/bytes_out=\1/p' "$E2E_DIR/dgram.json")"
+}
+
+scenario_seqpacket() {
+	vsm-peer client "unix-dgram:$E2E_DIR/seqpacket.sock" --dgram-count 100 --msg-size 4096 \
+		>"$E2E_DIR/seqpacket-boundaries.client" 2>&1
+	_crc=$?
+	sleep 1
+	e2e_stop_daemon
+	finish seqpacket-boundaries $_crc "100 datagrams of 4 KiB arrive as 100 seqpacket records"
+}
+
+# The daemon logs the SHA-256 of the BPF object it loaded; it must be the one just built.
+e2e_check_bpf_object() {
+	_want=$(cat "$E2E_BPF_SHA_FILE" 2>/dev/null)
+	_got=$(sed -n 's/.*BPF object sha256:\([0-9a-f]*\).*/\1/p' "$E2E_DIR/daemon.log" | head -n 1)
+	if [ -z "$_want" ]; then
+		vmtest_fail bpf-object-loaded "no expected digest in ${E2E_BPF_SHA_FILE:-E2E_BPF_SHA_FILE unset}"
+	elif [ "$_got" != "$_want" ]; then
+		vmtest_fail bpf-object-loaded "daemon loaded sha256:${_got:-none}, the build is sha256:$_want"
+	else
+		vmtest_pass bpf-object-loaded "sha256:$(echo "$_got" | cut -c1-16) loaded on kernel $(uname -r)"
+	fi
+}
+
+# The stream scenarios share one daemon.
+e2e_run_streams() {
+	e2e_start_daemon "$@" || return 1
+	scenario_stream_long
+	scenario_concurrent
+	scenario_echo
+	scenario_half_close
+	scenario_server_closes_first
+	scenario_client_killed
+	scenario_slow_reader
+	scenario_refused
+	scenario_counters
+	e2e_stop_daemon
+}
+
+# A datagram target sees EOF only when the daemon stops, so each gets a daemon of its own,
+# started once its target listens (otherwise the first connect backs off).
+e2e_run_dgram() {
+	start_server dgram-to-stream "$(peer_addr 1)" --sink --count 1 --expect 6400K --timeout 60
+	_dgram_server=$SERVER_PID
+	e2e_start_daemon "$@" || return 1
+	SERVER_PID=$_dgram_server
+	scenario_dgram
+	[ "$E2E_TARGET" = vsock ] || return 0
+	start_server seqpacket-boundaries "$(peer_seqpacket_addr 2)" --sink --count 1 \
+		--msg-size 4096 --expect 400K --timeout 60
+	_seq_server=$SERVER_PID
+	e2e_start_daemon "$@" || return 1
+	SERVER_PID=$_seq_server
+	scenario_seqpacket
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Host-kernel suite: the real daemon redirecting unix to unix on this machine's kernel (no
+# vsock here: that runs in the VM suite). Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+if ((EUID != 0)); then
+	echo "SKIP host suite: loading BPF programs needs root"
+	echo "0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+export PATH="$root/.output:$root/.output/tools:$PATH"
+E2E_DIR=$(mktemp -d /tmp/vsockmap-host.XXXXXX)
+export E2E_DIR E2E_TARGET=unix E2E_BIG=${E2E_BIG:-256M} E2E_BPF_SHA_FILE=$root/.output/bpf-object.sha256
+export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
+
+# shellcheck source=tests/vm/lib.sh
+. tests/vm/lib.sh
+# shellcheck source=tests/e2e/scenarios.sh
+. tests/e2e/scenarios.sh
+# shellcheck source=tests/host/daemon-cases.sh
+. tests/host/daemon-cases.sh
+
+e2e_run_streams
+e2e_run_dgram
+e2e_check_bpf_object
+host_daemon_cases
+
+sed 's/^VMTEST /  /' "$VMTEST_RESULTS" >/dev/null
+passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")
+failed=$(grep -c '^VMTEST FAIL' "$VMTEST_RESULTS")
+skipped=$(grep -c '^VMTEST SKIP' "$VMTEST_RESULTS")
+if ((failed)); then
+	echo "--- daemon log of the last run:"
+	tail -n 30 "$E2E_DIR/daemon.log"
+fi
+if ((skipped)); then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+((failed == 0))

@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
+#
+# suite-e2e.sh - the end-to-end scenarios of tests/e2e/scenarios.sh over real vsock: the
+# daemon in the VM redirects unix clients to vsock servers on CID 1 (vsock_loopback).
+#
+#	tests/vm/run.sh tests/vm/suite-e2e.sh --file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
+
+# shellcheck source=tests/vm/lib.sh
+. "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+# shellcheck source=tests/e2e/scenarios.sh
+. /usr/lib/vmtest/scenarios.sh
+
+E2E_DIR=$VMTEST_TMP/e2e
+E2E_TARGET=vsock
+E2E_BIG=${E2E_BIG:-256M}
+E2E_BPF_SHA_FILE=/usr/lib/vmtest/bpf-object.sha256
+mkdir -p "$E2E_DIR"
+
+e2e_run_streams
+e2e_run_dgram
+e2e_check_bpf_object
+
+# Show what the daemon said, for the log.
+vmtest_log "daemon log tail:"
+tail -n 20 "$E2E_DIR/daemon.log" | while read -r line; do vmtest_log "  $line"; done
