@@ -530,6 +530,16 @@ static void poll_endpoint(struct redirect *r, int i)
 	}
 	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
 		r->dir[i].state = DIR_DRAINING;
+	/*
+	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
+	 * so the verdict now passes the client's bytes up instead of redirecting them: carry
+	 * them in the daemon from here on. The mapped client is read only while the verdict
+	 * runs one skb at a time, so it comes out in order.
+	 */
+	if (i == TARGET && (pfd.revents & POLLRDHUP) && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
+	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC ||
+	     r->dir[CLIENT].state == DIR_RESYNC))
+		r->dir[CLIENT].state = DIR_COPY;
 }
 
 /* Still has bytes to deliver before the pair may close. */

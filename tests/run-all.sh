@@ -25,15 +25,17 @@ count_from() { # add a layer's "N passed, N failed[, N skipped]" line to the tot
 }
 
 run_unit() {
-	local t out p f
+	local t out p f s
 	for t in .output/tests/test_*; do
 		[[ -x $t ]] || continue
 		out=$("$t" 2>&1)
 		printf '%s\n' "$out" | sed 's/^/    /'
 		p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n1)
 		f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n1)
+		s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -n1)
 		passed=$((passed + ${p:-0}))
 		failed=$((failed + ${f:-0}))
+		skipped=$((skipped + ${s:-0}))
 		if [[ -z $p && -z $f ]]; then
 			echo "run-all: $t printed no cmocka summary" >&2
 			failed=$((failed + 1))

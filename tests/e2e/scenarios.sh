@@ -165,6 +165,12 @@ scenario_server_closes_first() {
 	finish server-closes-first $_rc "server sends 4 MiB and closes; client reads it all, then gets EPIPE"
 }
 
+scenario_server_half_close() {
+	start_server server-half-closes-first "$(peer_addr 0)" --sink --reply-first 1M --count 1 --expect 16M
+	client server-half-closes-first --send 16M --after shutdown --expect-reply 1M
+	finish server-half-closes-first $? "server sends 1 MiB and shuts down writing first; client still sends 16 MiB"
+}
+
 scenario_client_killed() {
 	start_server client-killed "$(peer_addr 0)" --sink --count 1 --expect 8M --timeout 30
 	_t0=$(now_ms)
@@ -270,6 +276,7 @@ e2e_run_streams() {
 	scenario_echo
 	scenario_half_close
 	scenario_server_closes_first
+	scenario_server_half_close
 	scenario_client_killed
 	scenario_slow_reader
 	scenario_refused

@@ -24,12 +24,13 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
 
-e2e_run_streams
-e2e_run_dgram
-e2e_check_bpf_object
-host_daemon_cases
+{
+	e2e_run_streams
+	e2e_run_dgram
+	e2e_check_bpf_object
+	host_daemon_cases
+} | sed -u 's/^VMTEST /  /'
 
-sed 's/^VMTEST /  /' "$VMTEST_RESULTS" >/dev/null
 passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")
 failed=$(grep -c '^VMTEST FAIL' "$VMTEST_RESULTS")
 skipped=$(grep -c '^VMTEST SKIP' "$VMTEST_RESULTS")

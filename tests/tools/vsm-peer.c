@@ -74,7 +74,7 @@ struct options {
 	uint64_t expect_len;		/* server: per connection; client: read-only mode */
 	/* server */
 	enum server_mode mode;
-	uint64_t source_len, reply_len, slow_us, linger_ms, count, seeds;
+	uint64_t source_len, reply_len, reply_first, slow_us, linger_ms, count, seeds;
 	const char *ready_file;
 	/* client */
 	uint64_t send_len, expect_reply, parallel, dgram_count, kill_after, connect_timeout_s;
@@ -366,6 +366,8 @@ static const char usage_text[] =
 	"  --seeds N              accept client streams SEED, SEED+2, ...,\n"
 	"                         SEED+2*(N-1), told apart by their first 8 bytes\n"
 	"  --slow USEC            sleep USEC between reads (a slow reader)\n"
+	"  --reply-first N        with --sink: send N bytes of stream seed+1 at accept, shut\n"
+	"                         down writing, then go on reading to EOF\n"
 	"  --linger-ms MS         with --source: wait MS after the data, then close\n"
 	"  --count K              exit after K connections (unix-dgram: K records)\n"
 	"  --ready-file PATH      created once listening; holds the address\n"
@@ -391,7 +393,7 @@ enum option_id {
 	/* common */
 	OPT_SEED = 0x100, OPT_TIMEOUT, OPT_READ_SIZE, OPT_WRITE_SIZE, OPT_MSG_SIZE, OPT_EXPECT,
 	/* server only */
-	OPT_SINK = 0x200, OPT_ECHO, OPT_SOURCE, OPT_REPLY, OPT_SEEDS, OPT_SLOW, OPT_LINGER_MS,
+	OPT_SINK = 0x200, OPT_ECHO, OPT_SOURCE, OPT_REPLY, OPT_REPLY_FIRST, OPT_SEEDS, OPT_SLOW, OPT_LINGER_MS,
 	OPT_COUNT, OPT_READY_FILE,
 	/* client only */
 	OPT_SEND = 0x300, OPT_AFTER, OPT_EXPECT_REPLY, OPT_PARALLEL, OPT_DGRAM_COUNT, OPT_CONNECT,
@@ -409,6 +411,7 @@ static const struct option long_options[] = {
 	{ "echo", no_argument, NULL, OPT_ECHO },
 	{ "source", required_argument, NULL, OPT_SOURCE },
 	{ "reply", required_argument, NULL, OPT_REPLY },
+	{ "reply-first", required_argument, NULL, OPT_REPLY_FIRST },
 	{ "seeds", required_argument, NULL, OPT_SEEDS },
 	{ "slow", required_argument, NULL, OPT_SLOW },
 	{ "linger-ms", required_argument, NULL, OPT_LINGER_MS },
@@ -446,6 +449,7 @@ static const struct number_option {
 	{ OPT_EXPECT, &opt.expect_len, UNSET - 1 },
 	{ OPT_SOURCE, &opt.source_len, UNSET },
 	{ OPT_REPLY, &opt.reply_len, UNSET },
+	{ OPT_REPLY_FIRST, &opt.reply_first, UNSET },
 	{ OPT_SEEDS, &opt.seeds, 1 << 20 },
 	{ OPT_SLOW, &opt.slow_us, UINT32_MAX },
 	{ OPT_LINGER_MS, &opt.linger_ms, UINT32_MAX },
@@ -478,8 +482,10 @@ static int check_options(int modes)
 	if (opt.is_server) {
 		if (modes > 1)
 			return usage_error("choose one of --sink, --echo and --source", "");
-		if (opt.reply_len && opt.mode != MODE_SINK)
-			return usage_error("--reply needs --sink", "");
+		if ((opt.reply_len || opt.reply_first) && opt.mode != MODE_SINK)
+			return usage_error("--reply and --reply-first need --sink", "");
+		if (opt.reply_len && opt.reply_first)
+			return usage_error("choose one of --reply and --reply-first", "");
 		if (dgram && opt.mode != MODE_SINK)
 			return usage_error("a unix-dgram server can only --sink", "");
 		return 0;
@@ -772,6 +778,10 @@ static void server_conn_init(struct conn *c)
 	c->echo = opt.mode == MODE_ECHO;
 	c->rx_expect = opt.expect_len;
 	c->seed = opt.seed;
+	if (opt.mode == MODE_SINK && opt.reply_first) {
+		stream_init(&c->tx, c->seed + 1);
+		c->tx_len = opt.reply_first;
+	}
 	if (opt.mode == MODE_SOURCE) {
 		stream_init(&c->tx, opt.seed);
 		c->tx_len = opt.source_len;
@@ -784,6 +794,11 @@ static void server_conn_step(struct conn *c, uint64_t now)
 	if (c->dgram) {
 		c->done = opt.count && c->rx_msgs >= opt.count;
 		return;
+	}
+	/* --reply-first: the server half-closes first and goes on reading. */
+	if (opt.reply_first && !c->shut_wr && !conn_has_output(c)) {
+		shutdown(c->fd, SHUT_WR);
+		c->shut_wr = true;
 	}
 	if (c->done || c->receiving || conn_has_output(c))
 		return;
@@ -897,7 +912,7 @@ static void server_conn_report(const struct conn *c, const char *verdict, uint64
 	if (c->msg_mode)
 		printf(" msgs=%" PRIu64 " boundaries=%s", c->rx_msgs,
 		       c->boundaries_broken ? "broken" : "ok");
-	if (opt.mode != MODE_SINK || opt.reply_len)
+	if (opt.mode != MODE_SINK || opt.reply_len || opt.reply_first)
 		printf(" sent=%" PRIu64 " fnv_sent=%016" PRIx64, c->tx_bytes, c->fnv_tx);
 	if (opt.seeds > 1)
 		printf(" seed=%" PRIu64, c->seed);
@@ -1272,7 +1287,7 @@ static int server_main(void)
 	       p.errors);
 	if (opt.addr.type != SOCK_STREAM)
 		printf(" msgs=%" PRIu64, p.msgs);
-	if (opt.mode != MODE_SINK || opt.reply_len)
+	if (opt.mode != MODE_SINK || opt.reply_len || opt.reply_first)
 		printf(" sent=%" PRIu64, p.tx_bytes);
 	putchar('\n');
 	if (p.listen_fd >= 0)
