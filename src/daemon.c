@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -200,6 +201,9 @@ void daemon_stop(struct daemon *d)
 	size_t i;
 
 	sd_notify(0, "STOPPING=1");
+	if (d->late_inserts)
+		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
+			 "those bytes followed the next write or EOF", d->late_inserts);
 	control_server_close(d->control);
 	d->control = NULL;
 	while (d->redirects)

@@ -25,6 +25,7 @@ struct daemon {
 	uint64_t next_id;
 	struct control_server *control;
 	uint64_t started_usec;
+	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
 };
 
 struct daemon_options {

@@ -18,11 +18,6 @@
 #include "util.h"
 
 #define SYNC_BUF_SIZE (256 * 1024)
-/*
- * After the source leaves the sockhash, a verdict that was already running may still queue
- * one skb for the target. It runs inside an RCU read section, so 50 ms is far beyond it.
- */
-#define VERDICT_GRACE_USEC (50 * USEC_PER_MSEC)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
 /* Without the queue iterator: the direction counts as drained once quiet this long. */
 #define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
@@ -31,7 +26,6 @@ enum { CLIENT = 0, TARGET = 1 };
 
 enum dir_state {
 	DIR_SYNC,     /* the daemon forwards what arrived before the kernel takes over */
-	DIR_RESYNC,   /* the source came out of the map again: wait for in-flight verdicts */
 	DIR_OPEN,     /* the kernel redirects */
 	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
 	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
@@ -52,7 +46,6 @@ struct direction {
 	size_t buf_len, buf_off;
 	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
 	uint64_t user_packets;
-	uint64_t resync_usec; /* DIR_RESYNC: when the source left the map */
 	uint64_t drain_started_usec;
 	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
 	uint64_t drain_last_change_usec;
@@ -141,7 +134,7 @@ static const char *redirect_state(struct redirect *r)
 		return "draining";
 	if (a == DIR_DONE || b == DIR_DONE)
 		return "half-closed";
-	if (a == DIR_SYNC || a == DIR_RESYNC)
+	if (a == DIR_SYNC)
 		return "syncing";
 	return "open";
 }
@@ -385,9 +378,13 @@ static ssize_t forward_some(struct redirect *r, int src)
  * Forward what the client sent before the kernel takes over, then put the client socket in
  * the sockhash. The daemon never reads a source while it is mapped: the verdict dequeues one
  * skb per wakeup and passes it on outside the socket lock, so a concurrent recv() could take
- * the next skb first and reorder the stream. An skb that arrived between the last read and
- * the insert was queued before the verdict was attached and would wait for the next send (or
- * for ever), so if any is left the socket comes out again and the daemon takes it.
+ * the next skb first and reorder the stream. Taking the socket out of the map again is no
+ * way out either: a send racing with the removal has its skb dequeued for a verdict that no
+ * longer finds the psock, and the kernel frees it.
+ *
+ * An skb that arrives between the last read and the insert was queued before the verdict
+ * was attached: each later send moves the oldest one on, so the stream stays in order but
+ * runs that many skbs behind, and at EOF the daemon forwards the rest (dir_drain()).
  */
 static void dir_sync(struct redirect *r, int src)
 {
@@ -413,17 +410,13 @@ static void dir_sync(struct redirect *r, int src)
 		return;
 	}
 	ep->in_map = true;
-	if (socket_inq(ep->fd) <= 0) {
-		dir->state = DIR_OPEN;
-		return;
+	dir->state = DIR_OPEN;
+	n = socket_inq(ep->fd);
+	if (n > 0) {
+		r->d->late_inserts++;
+		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert; they "
+			  "follow the next write", r->l->rc->name, r->id, n);
 	}
-	dataplane_remove_source(r->d->dp, ep->cookie);
-	ep->in_map = false;
-	dir->state = DIR_RESYNC;
-	dir->resync_usec = now_usec();
-	dir->drain_started_usec = 0;
-	log_debug("[%s] redirect %" PRIu64 ": bytes arrived during the insert, syncing again",
-		  r->l->rc->name, r->id);
 }
 
 /* The daemon's own direction: copy until EOF, then pass the half-close on. */
@@ -488,11 +481,6 @@ static bool dir_drained(struct redirect *r, int src)
 	return now - dir->drain_last_change_usec >= DRAIN_QUIET_USEC;
 }
 
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
 static void dir_drain(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -533,20 +521,20 @@ static void poll_endpoint(struct redirect *r, int i)
 	/*
 	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
 	 * so the verdict now passes the client's bytes up instead of redirecting them: carry
-	 * them in the daemon from here on. The mapped client is read only while the verdict
-	 * runs one skb at a time, so it comes out in order.
+	 * them in the daemon from here on. The verdict now runs for each skb in its sender's
+	 * send(), so a read cannot overtake it unless skbs were left behind at the insert
+	 * (see dir_sync()).
 	 */
-	if (i == TARGET && (pfd.revents & POLLRDHUP) && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
-	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC ||
-	     r->dir[CLIENT].state == DIR_RESYNC))
+	if (i == TARGET && (pfd.revents & POLLRDHUP) &&
+	    r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
+	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC))
 		r->dir[CLIENT].state = DIR_COPY;
 }
 
 /* Still has bytes to deliver before the pair may close. */
 static bool dir_busy(const struct direction *dir)
 {
-	return dir->state == DIR_SYNC || dir->state == DIR_RESYNC || dir->state == DIR_DRAINING ||
-	       dir->state == DIR_COPY ||
+	return dir->state == DIR_SYNC || dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
 	       dir->buf_off < dir->buf_len;
 }
 
@@ -580,9 +568,6 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++)
 		poll_endpoint(r, i);
 	for (i = 0; i < 2; i++) {
-		if (r->dir[i].state == DIR_RESYNC &&
-		    now_usec() - r->dir[i].resync_usec >= VERDICT_GRACE_USEC && dir_drained(r, i))
-			r->dir[i].state = DIR_SYNC;
 		if (r->dir[i].state == DIR_SYNC)
 			dir_sync(r, i);
 		if (r->dir[i].state == DIR_DRAINING)
@@ -600,10 +585,7 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++) {
 		uint64_t t = 0;
 
-		if (r->dir[i].state == DIR_RESYNC)
-			t = max_u64(now + DRAIN_POLL_USEC,
-				    r->dir[i].resync_usec + VERDICT_GRACE_USEC);
-		else if (r->dir[i].state == DIR_DRAINING)
+		if (r->dir[i].state == DIR_DRAINING)
 			t = now + DRAIN_POLL_USEC;
 		if (t && (!deadline || t < deadline))
 			deadline = t;

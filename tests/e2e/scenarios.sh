@@ -227,7 +227,7 @@ scenario_counters() {
 	_out=$(printf '%s' "$_json" | sed -n 's/.*"bytes_out": *\([0-9]*\).*/\1/p')
 	_in=$(printf '%s' "$_json" | sed -n 's/.*"bytes_in": *\([0-9]*\).*/\1/p')
 	if ! cmp -s "$E2E_DIR/counters.in" "$E2E_DIR/counters.out"; then
-		vmtest_fail counters-agree "socat got back $(wc -c <"$E2E_DIR/counters.out") of 3000001 bytes, or different ones"
+		vmtest_fail counters-agree "socat got back $(wc -c <"$E2E_DIR/counters.out") of 3000001 bytes: $(cmp "$E2E_DIR/counters.in" "$E2E_DIR/counters.out" 2>&1 | head -n 1); vsockmapctl said: $_json"
 	elif [ "$_out" != 3000001 ] || [ "$_in" != 3000001 ]; then
 		vmtest_fail counters-agree "moved 3000001 bytes each way, vsockmapctl says out=$_out in=$_in: $_json"
 	else

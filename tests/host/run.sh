@@ -11,9 +11,10 @@ if ((EUID != 0)); then
 	echo "0 passed, 0 failed, 1 skipped"
 	exit 0
 fi
-export PATH="$root/.output:$root/.output/tools:$PATH"
+out=${VSOCKMAP_OUTPUT:-$root/.output}
+export PATH="$out:$out/tools:$PATH"
 E2E_DIR=$(mktemp -d /tmp/vsockmap-host.XXXXXX)
-export E2E_DIR E2E_TARGET=unix E2E_BIG=${E2E_BIG:-256M} E2E_BPF_SHA_FILE=$root/.output/bpf-object.sha256
+export E2E_DIR E2E_TARGET=unix E2E_BIG=${E2E_BIG:-256M} E2E_BPF_SHA_FILE=$out/bpf-object.sha256
 export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 

@@ -1,0 +1,2 @@
+.output-asan/src/log.o: src/log.c src/log.h
+src/log.h:

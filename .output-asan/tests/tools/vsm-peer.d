@@ -1,0 +1,1 @@
+.output-asan/tests/tools/vsm-peer.o: tests/tools/vsm-peer.c
