@@ -52,11 +52,14 @@ SKEL		:= $(OUTPUT)/vsockmap.skel.h
 BINS		:= $(OUTPUT)/vsockmapd $(OUTPUT)/vsockmapctl
 
 .DELETE_ON_ERROR:
-.PHONY: all deps check check-unit check-host check-vm demo install clean format toolcheck tools
+.PHONY: all deps check check-unit check-host check-sanitize check-vm demo install clean format \
+	toolcheck tools unit-tests
 
 all: toolcheck $(BINS) tools
 
 tools: $(TOOL_BINS)
+
+unit-tests: $(UNIT_BINS)
 
 # One readable line when a tool or library is missing or too old.
 toolcheck:
@@ -122,6 +125,9 @@ check-unit: all $(UNIT_BINS)
 check-host: all
 	$(Q)tests/run-all.sh host
 
+check-sanitize: toolcheck
+	$(Q)tests/run-all.sh sanitize
+
 check-vm: all
 	$(Q)tests/run-all.sh vm
 
@@ -140,6 +146,6 @@ format:
 	clang-format -i src/*.c src/*.h include/*.h bpf/*.c tests/unit/*.c tests/tools/*.c
 
 clean:
-	rm -rf $(OUTPUT)
+	rm -rf $(OUTPUT) .output-asan
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)

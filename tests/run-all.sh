@@ -1,63 +1,78 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Run the test layers (default: unit host vm) and end with "N passed, N failed".
+# Run the test layers (default: unit host sanitize vm) and end with "N passed, N failed".
+#   unit      cmocka tests of the parsers and the control protocol
+#   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
+#   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)
+#   vm        real vsock in the QEMU test VM (tests/vm/run-suites.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=tests/lib/summary.sh
+. tests/lib/summary.sh
 
 layers=("$@")
-((${#layers[@]})) || layers=(unit host vm)
-passed=0
-failed=0
-skipped=0
+((${#layers[@]})) || layers=(unit host sanitize vm)
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
 
-count_from() { # add a layer's "N passed, N failed[, N skipped]" line to the totals
-	local line
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1)
-	if [[ -z $line ]]; then
-		echo "run-all: $2 printed no result line; counting it as one failure" >&2
-		failed=$((failed + 1))
-		return
-	fi
-	read -r p _ f _ s _ <<<"${line//,/}"
-	passed=$((passed + p))
-	failed=$((failed + f))
-	skipped=$((skipped + ${s:-0}))
-}
-
+# run_unit DIR: every cmocka binary in DIR; cmocka prints its own PASSED/FAILED/SKIPPED counts.
 run_unit() {
-	local t out p f s
-	for t in .output/tests/test_*; do
+	local t out count kind
+	for t in "$1"/tests/test_*; do
 		[[ -x $t ]] || continue
 		out=$("$t" 2>&1)
 		printf '%s\n' "$out" | sed 's/^/    /'
-		p=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n1)
-		f=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n1)
-		s=$(printf '%s\n' "$out" | sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' | tail -n1)
-		passed=$((passed + ${p:-0}))
-		failed=$((failed + ${f:-0}))
-		skipped=$((skipped + ${s:-0}))
-		if [[ -z $p && -z $f ]]; then
+		if ! grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test' <<<"$out"; then
 			echo "run-all: $t printed no cmocka summary" >&2
-			failed=$((failed + 1))
+			summary_failed=$((summary_failed + 1))
+			continue
 		fi
+		for kind in PASSED FAILED SKIPPED; do
+			count=$(sed -n "s/^\[  *$kind  *\] \([0-9]\+\) test.*/\1/p" <<<"$out" | tail -n1)
+			case $kind in
+			PASSED) summary_passed=$((summary_passed + ${count:-0})) ;;
+			FAILED) summary_failed=$((summary_failed + ${count:-0})) ;;
+			SKIPPED) summary_skipped=$((summary_skipped + ${count:-0})) ;;
+			esac
+		done
 	done
 }
 
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+sanitize_build() {
+	make -s OUTPUT=.output-asan \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" all unit-tests >/dev/null
+}
+
 for layer in "${layers[@]}"; do
 	echo "== $layer tests"
 	case $layer in
 	unit)
-		run_unit
+		run_unit .output
 		;;
 	host)
 		tests/host/run.sh | tee "$tmp"
-		count_from "$tmp" host
+		summary_add "$tmp" host
+		;;
+	sanitize)
+		if ! sanitize_build; then
+			echo "run-all: the ASan/UBSan build failed" >&2
+			summary_failed=$((summary_failed + 1))
+			continue
+		fi
+		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+		run_unit .output-asan
+		VSOCKMAP_OUTPUT=$PWD/.output-asan E2E_BIG=64M tests/host/run.sh 2>&1 | tee "$tmp"
+		summary_add "$tmp" "host (ASan/UBSan)"
+		if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp"; then
+			echo "run-all: the sanitizers reported errors (above)" >&2
+			summary_failed=$((summary_failed + 1))
+		fi
+		unset ASAN_OPTIONS UBSAN_OPTIONS
 		;;
 	vm)
 		tests/vm/run-suites.sh | tee "$tmp"
-		count_from "$tmp" vm
+		summary_add "$tmp" vm
 		;;
 	*)
 		echo "run-all: unknown layer $layer" >&2
@@ -65,9 +80,4 @@ for layer in "${layers[@]}"; do
 		;;
 	esac
 done
-if ((skipped)); then
-	echo "$passed passed, $failed failed, $skipped skipped"
-else
-	echo "$passed passed, $failed failed"
-fi
-((failed == 0))
+summary_print
