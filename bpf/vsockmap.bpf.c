@@ -12,7 +12,7 @@
 
 #include "vsockmap.h"
 
-#define AF_UNIX 1
+#define AF_UNIX		     1
 #define SK_USER_DATA_PTRMASK (~7UL) /* sk_user_data low bits: NOCOPY, BPF, PSOCK */
 
 char LICENSE[] SEC("license") = "GPL";
@@ -48,7 +48,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS);
+	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS *VSOCKMAP_NR_DIRS);
 	__type(key, __u32);
 	__type(value, struct vsockmap_gate);
 } gates SEC(".maps");
@@ -56,7 +56,7 @@ struct {
 /* Per-direction byte and packet counters. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS);
+	__uint(max_entries, VSOCKMAP_MAX_REDIRECTS *VSOCKMAP_NR_DIRS);
 	__type(key, __u32);
 	__type(value, struct vsockmap_counters);
 } counters SEC(".maps");

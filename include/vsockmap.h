@@ -9,7 +9,7 @@
 
 /* Live redirects the kernel side can track; each has two directions. */
 #define VSOCKMAP_MAX_REDIRECTS 65536
-#define VSOCKMAP_MAX_SOCKETS (2 * VSOCKMAP_MAX_REDIRECTS)
+#define VSOCKMAP_MAX_SOCKETS   (2 * VSOCKMAP_MAX_REDIRECTS)
 
 enum vsockmap_dir {
 	VSOCKMAP_DIR_TO_TARGET = 0, /* client -> target ("out") */
@@ -52,7 +52,8 @@ struct vsockmap_counters {
 /* Records written by the queue iterator: one per socket in the sockhash. */
 struct vsockmap_queue_info {
 	__u64 cookie;
-	__u32 backlog_skbs;  /* psock->ingress_skb: redirected data not yet sent out of this socket */
+	__u32
+	    backlog_skbs; /* psock->ingress_skb: redirected data not yet sent out of this socket */
 	__u32 partial_bytes; /* psock->work_state.len: an skb the worker is part-way through */
 	__u32 rcvq_skbs;     /* sk->sk_receive_queue length */
 	__u32 pad;

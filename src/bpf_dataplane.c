@@ -197,7 +197,7 @@ void dataplane_slot_free(struct dataplane *dp, uint32_t slot)
 int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,
 		   uint32_t dir)
 {
-	struct vsockmap_link link = { .partner_cookie = partner, .slot = slot, .dir = dir };
+	struct vsockmap_link link = {.partner_cookie = partner, .slot = slot, .dir = dir};
 
 	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.links), &cookie, &link, BPF_ANY))
 		return -errno;
@@ -308,7 +308,7 @@ int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **o
 		goto out_free;
 	}
 	bpf_object__for_each_program(prog, gp->skel->obj)
-		bpf_program__set_autoload(prog, prog == gp->skel->progs.vsockmap_dgram_verdict);
+	    bpf_program__set_autoload(prog, prog == gp->skel->progs.vsockmap_dgram_verdict);
 	gp->skel->rodata->dgram_slot = slot;
 	/* Share everything but the pair's own sockhash with the main instance. */
 	err = bpf_map__reuse_fd(gp->skel->maps.counters, bpf_map__fd(main->maps.counters));

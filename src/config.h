@@ -8,23 +8,23 @@
 
 #include "address.h"
 
-#define CONFIG_DEFAULT_PATH "/etc/vsockmap/vsockmap.conf"
+#define CONFIG_DEFAULT_PATH	    "/etc/vsockmap/vsockmap.conf"
 #define CONFIG_DEFAULT_CONTROL_PATH "/run/vsockmap/control.sock"
-#define CONFIG_NAME_MAX 64
+#define CONFIG_NAME_MAX		    64
 
 struct redirect_config {
-	char name[CONFIG_NAME_MAX];	/* the section name */
-	unsigned int line;		/* line of the section header */
+	char name[CONFIG_NAME_MAX]; /* the section name */
+	unsigned int line;	    /* line of the section header */
 	struct address listen;
 	struct address connect;
 };
 
 struct daemon_config {
-	char control_path[ADDRESS_PATH_MAX];	/* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
-	unsigned int connect_timeout_ms;	/* connect-timeout= seconds; default 5 s */
-	unsigned int sndbuf;			/* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
-	unsigned int drain_timeout_ms;		/* drain-timeout= seconds; default 10 s */
-	int log_level;				/* log-level= err|warning|notice|info|debug */
+	char control_path[ADDRESS_PATH_MAX]; /* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
+	unsigned int connect_timeout_ms;     /* connect-timeout= seconds; default 5 s */
+	unsigned int sndbuf; /* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
+	unsigned int drain_timeout_ms; /* drain-timeout= seconds; default 10 s */
+	int log_level;		       /* log-level= err|warning|notice|info|debug */
 };
 
 struct config {

@@ -23,7 +23,7 @@
 
 void line_buffer_init(struct line_buffer *lb, size_t max)
 {
-	*lb = (struct line_buffer){ .max = max };
+	*lb = (struct line_buffer){.max = max};
 }
 
 void line_buffer_free(struct line_buffer *lb)
@@ -175,7 +175,7 @@ int control_parse_line(const char *line, size_t len, struct json_object **out, c
 	if (!tok)
 		return -ENOMEM;
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS |
-					    JSON_TOKENER_VALIDATE_UTF8);
+					JSON_TOKENER_VALIDATE_UTF8);
 	obj = json_tokener_parse_ex(tok, line, (int)len);
 	jerr = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
@@ -224,7 +224,7 @@ int control_format_line(struct json_object *obj, size_t max, char **line, size_t
 	char *buf;
 
 	text = json_object_to_json_string_length(
-		obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	    obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
 	if (!text)
 		return -ENOMEM;
 	if (n > max)
@@ -313,7 +313,7 @@ static int64_t deadline_after(int timeout_ms)
 
 static int wait_fd(int fd, short events, int64_t deadline)
 {
-	struct pollfd pfd = { .fd = fd, .events = events };
+	struct pollfd pfd = {.fd = fd, .events = events};
 	int r;
 
 	for (;;) {
@@ -329,7 +329,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 static int client_open_until(struct control_client *c, const char *path, int64_t deadline)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t plen = strlen(path);
 	int fd, r, flags;
 
@@ -351,7 +351,7 @@ static int client_open_until(struct control_client *c, const char *path, int64_t
 	 */
 	if (deadline >= 0) {
 		int ms = remaining_ms(deadline);
-		struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+		struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 
 		if (ms == 0)
 			tv.tv_usec = 1000;

@@ -18,7 +18,7 @@ struct json_object;
 /* Longest request line the daemon accepts, without its newline. */
 #define CONTROL_REQUEST_MAX (64 * 1024)
 /* Longest response line: a "list" of thousands of redirects does not fit in 64 KiB. */
-#define CONTROL_RESPONSE_MAX (16 * 1024 * 1024)
+#define CONTROL_RESPONSE_MAX	   (16 * 1024 * 1024)
 #define CONTROL_DEFAULT_TIMEOUT_MS 5000
 
 /*
@@ -27,12 +27,12 @@ struct json_object;
  */
 struct line_buffer {
 	char *data;
-	size_t start;	/* first byte not yet returned as a line */
-	size_t len;	/* bytes in data, including those before start */
+	size_t start; /* first byte not yet returned as a line */
+	size_t len;   /* bytes in data, including those before start */
 	size_t cap;
-	size_t scanned;	/* bytes after start known to hold no newline */
+	size_t scanned; /* bytes after start known to hold no newline */
 	size_t max;
-	bool eof;	/* no more input: a final unterminated line is returned as is */
+	bool eof; /* no more input: a final unterminated line is returned as is */
 };
 
 void line_buffer_init(struct line_buffer *lb, size_t max);

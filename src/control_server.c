@@ -26,13 +26,13 @@
 #include "control_server.h"
 #include "log.h"
 
-#define READ_CHUNK		(16 * 1024)
+#define READ_CHUNK (16 * 1024)
 /* Accepts per wakeup, so that a flood of clients cannot starve the rest of the loop. */
-#define ACCEPT_BURST		16
+#define ACCEPT_BURST 16
 /* Pause after EMFILE and friends before accepting again. */
-#define ACCEPT_RETRY_USEC	(1000 * 1000)
+#define ACCEPT_RETRY_USEC (1000 * 1000)
 /* Bytes of a command name quoted back in messages. */
-#define COMMAND_SHOW_MAX	64
+#define COMMAND_SHOW_MAX 64
 
 struct control_conn {
 	struct control_server *srv;
@@ -43,17 +43,17 @@ struct control_conn {
 	pid_t pid;
 	uid_t uid;
 	struct line_buffer in;
-	char *out;			/* answer not yet fully sent */
+	char *out; /* answer not yet fully sent */
 	size_t out_len, out_off;
-	bool close_after_flush;		/* after an oversize line: answer, then hang up */
+	bool close_after_flush; /* after an oversize line: answer, then hang up */
 };
 
 struct control_server {
 	sd_event *event;
 	char *path;
 	int fd;
-	dev_t dev;			/* identity of our socket file, so close() */
-	ino_t ino;			/* never unlinks a successor's socket */
+	dev_t dev; /* identity of our socket file, so close() */
+	ino_t ino; /* never unlinks a successor's socket */
 	sd_event_source *listen_io;
 	sd_event_source *accept_retry;
 	control_handler_t handler;
@@ -168,7 +168,8 @@ static struct json_object *make_ok_response(struct json_object *payload)
 	if (json_object_object_add(resp, "ok", json_object_new_boolean(1)) < 0)
 		goto fail;
 	if (payload) {
-		json_object_object_foreach(payload, key, val) {
+		json_object_object_foreach(payload, key, val)
+		{
 			if (strcmp(key, "ok") == 0)
 				continue;
 			if (json_object_object_add(resp, key, json_object_get(val)) < 0) {
@@ -472,7 +473,7 @@ static int make_parent_dirs(const char *path)
 /* Remove a socket file nobody listens on; leave anything else alone. */
 static int remove_stale_socket(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
 	int fd, r;
 
@@ -483,7 +484,8 @@ static int remove_stale_socket(const char *path)
 	}
 	if (!S_ISSOCK(st.st_mode)) {
 		log_err("control socket %s: the path exists and is not a socket, "
-			"refusing to replace it", path);
+			"refusing to replace it",
+			path);
 		return -EEXIST;
 	}
 
@@ -500,7 +502,8 @@ static int remove_stale_socket(const char *path)
 	/* EAGAIN: a listener whose backlog is full, very much alive. */
 	if (r == 0 || r == -EAGAIN) {
 		log_err("control socket %s: another process is listening on it "
-			"(is vsockmapd already running?)", path);
+			"(is vsockmapd already running?)",
+			path);
 		return -EADDRINUSE;
 	}
 	if (r == -ENOENT)
@@ -518,7 +521,7 @@ static int remove_stale_socket(const char *path)
 int control_server_open(sd_event *event, const char *path, unsigned int mode,
 			control_handler_t handler, void *userdata, struct control_server **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct control_server *srv;
 	size_t plen = strlen(path);
 	struct stat st;

@@ -140,9 +140,9 @@ static void log_datapath(struct daemon *d)
 		log_info("drain signal: queue iterator");
 	else
 		log_notice("drain signal: timed; the queue iterator was not loaded (%s)",
-			   f->iterator_error == -ECANCELED ? "--drain=timed" :
-			   f->iterator_error == -EPERM	   ? "refused by the kernel: EPERM" :
-							     strerror(-f->iterator_error));
+			   f->iterator_error == -ECANCELED ? "--drain=timed"
+			   : f->iterator_error == -EPERM   ? "refused by the kernel: EPERM"
+							   : strerror(-f->iterator_error));
 }
 
 int daemon_start(struct daemon *d, const struct daemon_options *opts)
@@ -203,7 +203,8 @@ void daemon_stop(struct daemon *d)
 	sd_notify(0, "STOPPING=1");
 	if (d->late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
-			 "those bytes followed the next write or EOF", d->late_inserts);
+			 "those bytes followed the next write or EOF",
+			 d->late_inserts);
 	control_server_close(d->control);
 	d->control = NULL;
 	while (d->redirects)

@@ -15,7 +15,7 @@
 #include "sockopt.h"
 #include "util.h"
 
-#define DGRAM_BUF_SIZE (256 * 1024)
+#define DGRAM_BUF_SIZE	 (256 * 1024)
 #define BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
 /* Datagrams that slipped in between the last read and the insert: re-read at most this often. */
@@ -233,7 +233,7 @@ static void discard_replies(struct dgram_forwarder *f)
 
 static void dgram_step(struct dgram_forwarder *f)
 {
-	struct pollfd pfd = { .fd = f->target_fd, .events = POLLOUT | POLLRDHUP };
+	struct pollfd pfd = {.fd = f->target_fd, .events = POLLOUT | POLLRDHUP};
 
 	switch (f->state) {
 	case DG_BACKOFF:
@@ -311,7 +311,7 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)
 {
-	static const char *const states[] = { "connecting", "syncing", "open", "backoff" };
+	static const char *const states[] = {"connecting", "syncing", "open", "backoff"};
 	struct vsockmap_counters c;
 
 	memset(info, 0, sizeof(*info));

@@ -17,7 +17,7 @@
 #include "sockopt.h"
 #include "util.h"
 
-#define SYNC_BUF_SIZE (256 * 1024)
+#define SYNC_BUF_SIZE	(256 * 1024)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
 /* Without the queue iterator: the direction counts as drained once quiet this long. */
 #define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
@@ -191,7 +191,7 @@ static void update_io(struct redirect *r)
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		struct direction *out = &r->dir[i];	 /* data arriving on this endpoint */
+		struct direction *out = &r->dir[i];    /* data arriving on this endpoint */
 		struct direction *in = &r->dir[1 - i]; /* data the daemon writes into it */
 		uint32_t ev = 0;
 
@@ -334,7 +334,7 @@ static int flush_buf(struct redirect *r, int src)
 /* The source's peer will send no more (read before reading, see forward_some()). */
 static bool peer_shut_down(int fd)
 {
-	struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
 
 	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
 }
@@ -404,8 +404,10 @@ static void dir_sync(struct redirect *r, int src)
 		return; /* destination full: wait for EPOLLOUT */
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
 	if (err) {
-		log_errno(LOG_WARNING, err, "[%s] redirect %" PRIu64 ": adding the client to the "
-			  "sockhash; the daemon carries it", r->l->rc->name, r->id);
+		log_errno(LOG_WARNING, err,
+			  "[%s] redirect %" PRIu64 ": adding the client to the "
+			  "sockhash; the daemon carries it",
+			  r->l->rc->name, r->id);
 		dir->state = DIR_COPY;
 		return;
 	}
@@ -415,7 +417,8 @@ static void dir_sync(struct redirect *r, int src)
 	if (n > 0) {
 		r->d->late_inserts++;
 		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert; they "
-			  "follow the next write", r->l->rc->name, r->id, n);
+			  "follow the next write",
+			  r->l->rc->name, r->id, n);
 	}
 }
 
@@ -505,12 +508,13 @@ static void dir_drain(struct redirect *r, int src)
 
 static void poll_endpoint(struct redirect *r, int i)
 {
-	struct pollfd pfd = { .fd = r->ep[i].fd, .events = POLLRDHUP };
+	struct pollfd pfd = {.fd = r->ep[i].fd, .events = POLLRDHUP};
 
 	if (poll(&pfd, 1, 0) <= 0)
 		return;
 	if (pfd.revents & (POLLHUP | POLLERR)) {
-		/* Broken or fully closed: nothing more goes to it; finish the other way, then close. */
+		/* Broken or fully closed: nothing more goes to it; finish the other way, then
+		 * close. */
 		r->ep[i].hup = true;
 		r->close_after_drain = true;
 		if (r->dir[1 - i].state != DIR_DONE)
@@ -556,7 +560,7 @@ static int redirect_step(struct redirect *r)
 	int i;
 
 	if (r->connecting) {
-		struct pollfd pfd = { .fd = r->ep[TARGET].fd, .events = POLLOUT };
+		struct pollfd pfd = {.fd = r->ep[TARGET].fd, .events = POLLOUT};
 
 		if (poll(&pfd, 1, 0) > 0)
 			return on_connected(r);

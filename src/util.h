@@ -7,7 +7,7 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define USEC_PER_MSEC ((uint64_t)1000)
-#define USEC_PER_SEC ((uint64_t)1000000)
+#define USEC_PER_SEC  ((uint64_t)1000000)
 
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t now_usec(void);

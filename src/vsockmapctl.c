@@ -22,7 +22,7 @@
 #include "config.h"
 #include "control_proto.h"
 
-#define PROGRAM "vsockmapctl"
+#define PROGRAM	   "vsockmapctl"
 #define EXIT_USAGE 2
 
 static const char *arg_socket = CONFIG_DEFAULT_CONTROL_PATH;
@@ -50,8 +50,8 @@ static int print_json(struct json_object *obj)
 {
 	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
 
-	flags |= arg_pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED :
-			      JSON_C_TO_STRING_PLAIN;
+	flags |=
+	    arg_pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
 	printf("%s\n", json_object_to_json_string_ext(obj, flags));
 	return EXIT_SUCCESS;
 }
@@ -143,8 +143,8 @@ static int call_daemon(struct json_object *req, struct json_object **resp)
 	case -EPIPE:
 		return fail(-r, "vsockmapd at %s closed the connection without answering", path);
 	case -EMSGSIZE:
-		return fail(-r, "request to or answer from vsockmapd at %s is too long for one line",
-			    path);
+		return fail(
+		    -r, "request to or answer from vsockmapd at %s is too long for one line", path);
 	default:
 		return fail(-r, "cannot reach vsockmapd at %s: %s", path, strerror(-r));
 	}
@@ -169,13 +169,13 @@ static int call_daemon(struct json_object *req, struct json_object **resp)
 
 struct column {
 	const char *title;
-	bool right;		/* numbers align right */
+	bool right; /* numbers align right */
 };
 
 struct table {
 	const struct column *cols;
 	size_t n_cols;
-	char **cells;		/* n_rows * n_cols malloc'd strings */
+	char **cells; /* n_rows * n_cols malloc'd strings */
 	size_t n_rows;
 };
 
@@ -218,7 +218,7 @@ static int table_print(const struct table *t)
 			else if (c + 1 < t->n_cols)
 				printf("%-*s", (int)width[c], s);
 			else
-				fputs(s, stdout);	/* no trailing blanks */
+				fputs(s, stdout); /* no trailing blanks */
 			fputs(c + 1 < t->n_cols ? "  " : "\n", stdout);
 		}
 	}
@@ -352,16 +352,16 @@ enum list_col {
 };
 
 static const struct column list_columns[LIST_N_COLS] = {
-	[LIST_ID] = { "ID", true },
-	[LIST_NAME] = { "NAME", false },
-	[LIST_CLIENT] = { "CLIENT", false },
-	[LIST_TARGET] = { "TARGET", false },
-	[LIST_STATE] = { "STATE", false },
-	[LIST_AGE] = { "AGE", true },
-	[LIST_BYTES_OUT] = { "BYTES_OUT", true },
-	[LIST_BYTES_IN] = { "BYTES_IN", true },
-	[LIST_PKTS_OUT] = { "PKTS_OUT", true },
-	[LIST_PKTS_IN] = { "PKTS_IN", true },
+    [LIST_ID] = {"ID", true},
+    [LIST_NAME] = {"NAME", false},
+    [LIST_CLIENT] = {"CLIENT", false},
+    [LIST_TARGET] = {"TARGET", false},
+    [LIST_STATE] = {"STATE", false},
+    [LIST_AGE] = {"AGE", true},
+    [LIST_BYTES_OUT] = {"BYTES_OUT", true},
+    [LIST_BYTES_IN] = {"BYTES_IN", true},
+    [LIST_PKTS_OUT] = {"PKTS_OUT", true},
+    [LIST_PKTS_IN] = {"PKTS_IN", true},
 };
 
 static int list_add_row(struct table *t, struct json_object *redirect)
@@ -395,7 +395,7 @@ static int list_add_row(struct table *t, struct json_object *redirect)
 
 static int print_redirects_plain(struct json_object *redirects)
 {
-	struct table t = { .cols = list_columns, .n_cols = LIST_N_COLS };
+	struct table t = {.cols = list_columns, .n_cols = LIST_N_COLS};
 	size_t i, n = json_object_array_length(redirects);
 	int r;
 
@@ -467,10 +467,7 @@ static int common_option(int c, char **argv)
 static int cmd_list(int argc, char **argv)
 {
 	static const struct option options[] = {
-		{ "name", required_argument, NULL, 'n' },
-		COMMON_LONG_OPTIONS,
-		{}
-	};
+	    {"name", required_argument, NULL, 'n'}, COMMON_LONG_OPTIONS, {}};
 	struct json_object *req, *resp = NULL, *redirects, *shown;
 	const char *name = NULL;
 	int c, ret;
@@ -537,8 +534,8 @@ static int cmd_help(int argc, char **argv)
 
 /* New commands (show, listeners, stats, status, close, reload) go here. */
 static const struct cmd commands[] = {
-	{ "list", cmd_list, "[--name NAME]", "list live redirects" },
-	{ "help", cmd_help, "[COMMAND]", "show this help, or a command's usage" },
+    {"list", cmd_list, "[--name NAME]", "list live redirects"},
+    {"help", cmd_help, "[COMMAND]", "show this help, or a command's usage"},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -627,12 +624,10 @@ static void prescan_json(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		COMMON_LONG_OPTIONS,
-		{}
-	};
+	static const struct option options[] = {{"socket", required_argument, NULL, 's'},
+						{"version", no_argument, NULL, OPT_VERSION},
+						COMMON_LONG_OPTIONS,
+						{}};
 	const struct cmd *cmd;
 	int c, ret, err;
 
@@ -663,7 +658,7 @@ int main(int argc, char **argv)
 	ret = cmd->func(argc - optind, argv + optind);
 
 	if (fflush(stdout) != 0 || ferror(stdout)) {
-		arg_json = false;	/* stdout is what failed */
+		arg_json = false; /* stdout is what failed */
 		return fail(errno, "cannot write to standard output: %s", strerror(errno));
 	}
 	return ret;

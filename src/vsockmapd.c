@@ -36,13 +36,13 @@ static int parse_drain(const char *s, enum drain_mode *mode)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "drain", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
+	    {"config", required_argument, NULL, 'c'},
+	    {"drain", required_argument, NULL, 'D'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {},
 	};
-	struct daemon_options opts = { .config_path = CONFIG_DEFAULT_PATH };
+	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH};
 	struct daemon d;
 	int c, err;
 

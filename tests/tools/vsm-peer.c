@@ -30,16 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_VERIFY	1	/* data mismatch, short stream, reset, timeout */
-#define EXIT_SYSTEM	2	/* usage error or a failed setup call */
+#define EXIT_VERIFY 1 /* data mismatch, short stream, reset, timeout */
+#define EXIT_SYSTEM 2 /* usage error or a failed setup call */
 
-#define UNSET		UINT64_MAX
-#define NSEC_PER_SEC	UINT64_C(1000000000)
-#define NSEC_PER_MSEC	UINT64_C(1000000)
-#define RETRY_NS	(20 * NSEC_PER_MSEC)
-#define MAX_IO_SIZE	(64U << 20)
-#define FNV_OFFSET	0xcbf29ce484222325ULL
-#define FNV_PRIME	0x100000001b3ULL
+#define UNSET	      UINT64_MAX
+#define NSEC_PER_SEC  UINT64_C(1000000000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
+#define RETRY_NS      (20 * NSEC_PER_MSEC)
+#define MAX_IO_SIZE   (64U << 20)
+#define FNV_OFFSET    0xcbf29ce484222325ULL
+#define FNV_PRIME     0x100000001b3ULL
 /*
  * unix_dgram_sendmsg() refuses a datagram longer than sk_sndbuf - 32 with EMSGSIZE and
  * charges the whole skb to the sender, so 64 KiB records need more than the defaults
@@ -71,7 +71,7 @@ struct options {
 	uint64_t seed;
 	uint64_t timeout_s;
 	uint64_t read_size, write_size, msg_size;
-	uint64_t expect_len;		/* server: per connection; client: read-only mode */
+	uint64_t expect_len; /* server: per connection; client: read-only mode */
 	/* server */
 	enum server_mode mode;
 	uint64_t source_len, reply_len, reply_first, slow_us, linger_ms, count, seeds;
@@ -88,24 +88,24 @@ static volatile sig_atomic_t stop_signal;
 /* xorshift64* keyed through splitmix64, so every seed (0 too) gives a live state. */
 struct stream {
 	uint64_t state;
-	uint64_t word;		/* current output word, consumed low byte first */
-	unsigned int left;	/* bytes of word not yet produced */
-	uint64_t offset;	/* bytes produced so far */
+	uint64_t word;	   /* current output word, consumed low byte first */
+	unsigned int left; /* bytes of word not yet produced */
+	uint64_t offset;   /* bytes produced so far */
 };
 
 struct conn {
 	int fd;
 	unsigned int id;
-	bool msg_mode;		/* seqpacket or dgram: one recv is one record */
-	bool dgram;		/* bound unix-dgram socket: no EOF, ends by --count */
-	bool echo;		/* server --echo: received bytes are sent back */
-	bool receiving;		/* reading until EOF */
-	bool verify;		/* received bytes must match the rx stream */
-	bool seed_known;	/* rx stream identified (server: from the first 8 bytes) */
+	bool msg_mode;	 /* seqpacket or dgram: one recv is one record */
+	bool dgram;	 /* bound unix-dgram socket: no EOF, ends by --count */
+	bool echo;	 /* server --echo: received bytes are sent back */
+	bool receiving;	 /* reading until EOF */
+	bool verify;	 /* received bytes must match the rx stream */
+	bool seed_known; /* rx stream identified (server: from the first 8 bytes) */
 	bool shut_wr;
 	bool boundaries_broken;
 	bool done;
-	uint64_t seed;		/* seed of the stream the client side sends */
+	uint64_t seed; /* seed of the stream the client side sends */
 	struct stream rx, tx;
 	uint64_t rx_bytes, rx_msgs, rx_expect, mismatch_at;
 	uint64_t tx_bytes, tx_msgs, tx_len;
@@ -121,7 +121,7 @@ struct conn {
 };
 
 struct peer {
-	int listen_fd;			/* server stream listener, -1 otherwise */
+	int listen_fd; /* server stream listener, -1 otherwise */
 	struct conn **conns;
 	size_t nconns, cap;
 	unsigned int accepted, finished, errors;
@@ -306,13 +306,16 @@ static int parse_tcp_addr(const char *text, struct peer_addr *a)
 
 static int parse_addr(const char *text, struct peer_addr *a)
 {
-	static const struct { const char *prefix; int family, type; } kinds[] = {
-		{ "unix:", AF_UNIX, SOCK_STREAM },
-		{ "unix-seqpacket:", AF_UNIX, SOCK_SEQPACKET },
-		{ "unix-dgram:", AF_UNIX, SOCK_DGRAM },
-		{ "vsock:", AF_VSOCK, SOCK_STREAM },
-		{ "vsock-seqpacket:", AF_VSOCK, SOCK_SEQPACKET },
-		{ "tcp:", AF_INET, SOCK_STREAM },
+	static const struct {
+		const char *prefix;
+		int family, type;
+	} kinds[] = {
+	    {"unix:", AF_UNIX, SOCK_STREAM},
+	    {"unix-seqpacket:", AF_UNIX, SOCK_SEQPACKET},
+	    {"unix-dgram:", AF_UNIX, SOCK_DGRAM},
+	    {"vsock:", AF_VSOCK, SOCK_STREAM},
+	    {"vsock-seqpacket:", AF_VSOCK, SOCK_SEQPACKET},
+	    {"tcp:", AF_INET, SOCK_STREAM},
 	};
 	size_t i, len;
 
@@ -334,100 +337,118 @@ static int parse_addr(const char *text, struct peer_addr *a)
 }
 
 static const char usage_text[] =
-	"Usage: vsm-peer server ADDR [--sink | --echo | --source N] [OPTIONS]\n"
-	"       vsm-peer client ADDR [OPTIONS]\n"
-	"\n"
-	"Test peer for vsockmap: sends a pseudo-random byte stream derived from a\n"
-	"seed and verifies every byte it receives (reports the first mismatching\n"
-	"offset and an FNV-1a of all bytes).\n"
-	"\n"
-	"Addresses:\n"
-	"  unix:PATH  unix:@ABSTRACT  unix-seqpacket:PATH  unix-dgram:PATH\n"
-	"  tcp:IPV4:PORT  vsock:CID:PORT  vsock-seqpacket:CID:PORT\n"
-	"  (CID: a number or any; a server listens on VMADDR_CID_ANY regardless)\n"
-	"\n"
-	"Common options:\n"
-	"  --seed S               stream seed (default 1)\n"
-	"  --timeout SEC          overall deadline, 0 for none (default 60)\n"
-	"  --read-size N          bytes per read (default 65536)\n"
-	"  --write-size N         bytes per write (default 65536)\n"
-	"  --msg-size N           record size on dgram/seqpacket addresses (4096)\n"
-	"  --expect N             server: each connection must carry exactly N bytes;\n"
-	"                         client (with --send 0): read to EOF, exactly N\n"
-	"                         bytes of stream SEED, then probe one write\n"
-	"  -h, --help             show this text\n"
-	"\n"
-	"Server options:\n"
-	"  --sink                 read to EOF and verify (default)\n"
-	"  --echo                 send back what is read; at EOF shutdown, close\n"
-	"  --source N             send N bytes of stream SEED at accept, then close\n"
-	"  --reply N              with --sink: after EOF send N bytes of the\n"
-	"                         client's stream seed+1, then close\n"
-	"  --seeds N              accept client streams SEED, SEED+2, ...,\n"
-	"                         SEED+2*(N-1), told apart by their first 8 bytes\n"
-	"  --slow USEC            sleep USEC between reads (a slow reader)\n"
-	"  --reply-first N        with --sink: send N bytes of stream seed+1 at accept, shut\n"
-	"                         down writing, then go on reading to EOF\n"
-	"  --linger-ms MS         with --source: wait MS after the data, then close\n"
-	"  --count K              exit after K connections (unix-dgram: K records)\n"
-	"  --ready-file PATH      created once listening; holds the address\n"
-	"\n"
-	"Client options:\n"
-	"  --send N               send N bytes of stream SEED\n"
-	"  --after close|shutdown|echo\n"
-	"                         then: close (default); shutdown(SHUT_WR) and read\n"
-	"                         to EOF; or read back all N bytes while sending\n"
-	"  --expect-reply N       with --after shutdown: the reply must be exactly\n"
-	"                         N bytes of stream SEED+1\n"
-	"  --parallel P           P concurrent connections; connection i (from 1)\n"
-	"                         uses SEED+2*(i-1) in place of SEED\n"
-	"  --dgram-count K        send K records of --msg-size (dgram, seqpacket)\n"
-	"  --connect              unix-dgram: connect() and send(), not sendto()\n"
-	"  --kill-after BYTES     raise SIGKILL once BYTES have been sent\n"
-	"  --connect-timeout SEC  retry refused connects for SEC (default 0)\n"
-	"\n"
-	"Sizes take K, M, G suffixes (KiB, MiB, GiB). Exit status: 0 all verified,\n"
-	"1 verification failure, reset or timeout, 2 usage or system error.\n";
+    "Usage: vsm-peer server ADDR [--sink | --echo | --source N] [OPTIONS]\n"
+    "       vsm-peer client ADDR [OPTIONS]\n"
+    "\n"
+    "Test peer for vsockmap: sends a pseudo-random byte stream derived from a\n"
+    "seed and verifies every byte it receives (reports the first mismatching\n"
+    "offset and an FNV-1a of all bytes).\n"
+    "\n"
+    "Addresses:\n"
+    "  unix:PATH  unix:@ABSTRACT  unix-seqpacket:PATH  unix-dgram:PATH\n"
+    "  tcp:IPV4:PORT  vsock:CID:PORT  vsock-seqpacket:CID:PORT\n"
+    "  (CID: a number or any; a server listens on VMADDR_CID_ANY regardless)\n"
+    "\n"
+    "Common options:\n"
+    "  --seed S               stream seed (default 1)\n"
+    "  --timeout SEC          overall deadline, 0 for none (default 60)\n"
+    "  --read-size N          bytes per read (default 65536)\n"
+    "  --write-size N         bytes per write (default 65536)\n"
+    "  --msg-size N           record size on dgram/seqpacket addresses (4096)\n"
+    "  --expect N             server: each connection must carry exactly N bytes;\n"
+    "                         client (with --send 0): read to EOF, exactly N\n"
+    "                         bytes of stream SEED, then probe one write\n"
+    "  -h, --help             show this text\n"
+    "\n"
+    "Server options:\n"
+    "  --sink                 read to EOF and verify (default)\n"
+    "  --echo                 send back what is read; at EOF shutdown, close\n"
+    "  --source N             send N bytes of stream SEED at accept, then close\n"
+    "  --reply N              with --sink: after EOF send N bytes of the\n"
+    "                         client's stream seed+1, then close\n"
+    "  --seeds N              accept client streams SEED, SEED+2, ...,\n"
+    "                         SEED+2*(N-1), told apart by their first 8 bytes\n"
+    "  --slow USEC            sleep USEC between reads (a slow reader)\n"
+    "  --reply-first N        with --sink: send N bytes of stream seed+1 at accept, shut\n"
+    "                         down writing, then go on reading to EOF\n"
+    "  --linger-ms MS         with --source: wait MS after the data, then close\n"
+    "  --count K              exit after K connections (unix-dgram: K records)\n"
+    "  --ready-file PATH      created once listening; holds the address\n"
+    "\n"
+    "Client options:\n"
+    "  --send N               send N bytes of stream SEED\n"
+    "  --after close|shutdown|echo\n"
+    "                         then: close (default); shutdown(SHUT_WR) and read\n"
+    "                         to EOF; or read back all N bytes while sending\n"
+    "  --expect-reply N       with --after shutdown: the reply must be exactly\n"
+    "                         N bytes of stream SEED+1\n"
+    "  --parallel P           P concurrent connections; connection i (from 1)\n"
+    "                         uses SEED+2*(i-1) in place of SEED\n"
+    "  --dgram-count K        send K records of --msg-size (dgram, seqpacket)\n"
+    "  --connect              unix-dgram: connect() and send(), not sendto()\n"
+    "  --kill-after BYTES     raise SIGKILL once BYTES have been sent\n"
+    "  --connect-timeout SEC  retry refused connects for SEC (default 0)\n"
+    "\n"
+    "Sizes take K, M, G suffixes (KiB, MiB, GiB). Exit status: 0 all verified,\n"
+    "1 verification failure, reset or timeout, 2 usage or system error.\n";
 
 enum option_id {
 	/* common */
-	OPT_SEED = 0x100, OPT_TIMEOUT, OPT_READ_SIZE, OPT_WRITE_SIZE, OPT_MSG_SIZE, OPT_EXPECT,
+	OPT_SEED = 0x100,
+	OPT_TIMEOUT,
+	OPT_READ_SIZE,
+	OPT_WRITE_SIZE,
+	OPT_MSG_SIZE,
+	OPT_EXPECT,
 	/* server only */
-	OPT_SINK = 0x200, OPT_ECHO, OPT_SOURCE, OPT_REPLY, OPT_REPLY_FIRST, OPT_SEEDS, OPT_SLOW, OPT_LINGER_MS,
-	OPT_COUNT, OPT_READY_FILE,
+	OPT_SINK = 0x200,
+	OPT_ECHO,
+	OPT_SOURCE,
+	OPT_REPLY,
+	OPT_REPLY_FIRST,
+	OPT_SEEDS,
+	OPT_SLOW,
+	OPT_LINGER_MS,
+	OPT_COUNT,
+	OPT_READY_FILE,
 	/* client only */
-	OPT_SEND = 0x300, OPT_AFTER, OPT_EXPECT_REPLY, OPT_PARALLEL, OPT_DGRAM_COUNT, OPT_CONNECT,
-	OPT_KILL_AFTER, OPT_CONNECT_TIMEOUT,
+	OPT_SEND = 0x300,
+	OPT_AFTER,
+	OPT_EXPECT_REPLY,
+	OPT_PARALLEL,
+	OPT_DGRAM_COUNT,
+	OPT_CONNECT,
+	OPT_KILL_AFTER,
+	OPT_CONNECT_TIMEOUT,
 };
 
 static const struct option long_options[] = {
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "read-size", required_argument, NULL, OPT_READ_SIZE },
-	{ "write-size", required_argument, NULL, OPT_WRITE_SIZE },
-	{ "msg-size", required_argument, NULL, OPT_MSG_SIZE },
-	{ "expect", required_argument, NULL, OPT_EXPECT },
-	{ "sink", no_argument, NULL, OPT_SINK },
-	{ "echo", no_argument, NULL, OPT_ECHO },
-	{ "source", required_argument, NULL, OPT_SOURCE },
-	{ "reply", required_argument, NULL, OPT_REPLY },
-	{ "reply-first", required_argument, NULL, OPT_REPLY_FIRST },
-	{ "seeds", required_argument, NULL, OPT_SEEDS },
-	{ "slow", required_argument, NULL, OPT_SLOW },
-	{ "linger-ms", required_argument, NULL, OPT_LINGER_MS },
-	{ "count", required_argument, NULL, OPT_COUNT },
-	{ "ready-file", required_argument, NULL, OPT_READY_FILE },
-	{ "send", required_argument, NULL, OPT_SEND },
-	{ "after", required_argument, NULL, OPT_AFTER },
-	{ "expect-reply", required_argument, NULL, OPT_EXPECT_REPLY },
-	{ "parallel", required_argument, NULL, OPT_PARALLEL },
-	{ "dgram-count", required_argument, NULL, OPT_DGRAM_COUNT },
-	{ "connect", no_argument, NULL, OPT_CONNECT },
-	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "help", no_argument, NULL, 'h' },
-	{}
-};
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"read-size", required_argument, NULL, OPT_READ_SIZE},
+    {"write-size", required_argument, NULL, OPT_WRITE_SIZE},
+    {"msg-size", required_argument, NULL, OPT_MSG_SIZE},
+    {"expect", required_argument, NULL, OPT_EXPECT},
+    {"sink", no_argument, NULL, OPT_SINK},
+    {"echo", no_argument, NULL, OPT_ECHO},
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"reply", required_argument, NULL, OPT_REPLY},
+    {"reply-first", required_argument, NULL, OPT_REPLY_FIRST},
+    {"seeds", required_argument, NULL, OPT_SEEDS},
+    {"slow", required_argument, NULL, OPT_SLOW},
+    {"linger-ms", required_argument, NULL, OPT_LINGER_MS},
+    {"count", required_argument, NULL, OPT_COUNT},
+    {"ready-file", required_argument, NULL, OPT_READY_FILE},
+    {"send", required_argument, NULL, OPT_SEND},
+    {"after", required_argument, NULL, OPT_AFTER},
+    {"expect-reply", required_argument, NULL, OPT_EXPECT_REPLY},
+    {"parallel", required_argument, NULL, OPT_PARALLEL},
+    {"dgram-count", required_argument, NULL, OPT_DGRAM_COUNT},
+    {"connect", no_argument, NULL, OPT_CONNECT},
+    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+    {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {}};
 
 static int usage_error(const char *what, const char *detail)
 {
@@ -441,25 +462,25 @@ static const struct number_option {
 	uint64_t *value;
 	uint64_t max;
 } number_options[] = {
-	{ OPT_SEED, &opt.seed, UNSET },
-	{ OPT_TIMEOUT, &opt.timeout_s, UINT32_MAX },
-	{ OPT_READ_SIZE, &opt.read_size, MAX_IO_SIZE },
-	{ OPT_WRITE_SIZE, &opt.write_size, MAX_IO_SIZE },
-	{ OPT_MSG_SIZE, &opt.msg_size, MAX_IO_SIZE },
-	{ OPT_EXPECT, &opt.expect_len, UNSET - 1 },
-	{ OPT_SOURCE, &opt.source_len, UNSET },
-	{ OPT_REPLY, &opt.reply_len, UNSET },
-	{ OPT_REPLY_FIRST, &opt.reply_first, UNSET },
-	{ OPT_SEEDS, &opt.seeds, 1 << 20 },
-	{ OPT_SLOW, &opt.slow_us, UINT32_MAX },
-	{ OPT_LINGER_MS, &opt.linger_ms, UINT32_MAX },
-	{ OPT_COUNT, &opt.count, UINT32_MAX },
-	{ OPT_SEND, &opt.send_len, UNSET },
-	{ OPT_EXPECT_REPLY, &opt.expect_reply, UNSET - 1 },
-	{ OPT_PARALLEL, &opt.parallel, 4096 },
-	{ OPT_DGRAM_COUNT, &opt.dgram_count, UINT32_MAX },
-	{ OPT_KILL_AFTER, &opt.kill_after, UNSET - 1 },
-	{ OPT_CONNECT_TIMEOUT, &opt.connect_timeout_s, UINT32_MAX },
+    {OPT_SEED, &opt.seed, UNSET},
+    {OPT_TIMEOUT, &opt.timeout_s, UINT32_MAX},
+    {OPT_READ_SIZE, &opt.read_size, MAX_IO_SIZE},
+    {OPT_WRITE_SIZE, &opt.write_size, MAX_IO_SIZE},
+    {OPT_MSG_SIZE, &opt.msg_size, MAX_IO_SIZE},
+    {OPT_EXPECT, &opt.expect_len, UNSET - 1},
+    {OPT_SOURCE, &opt.source_len, UNSET},
+    {OPT_REPLY, &opt.reply_len, UNSET},
+    {OPT_REPLY_FIRST, &opt.reply_first, UNSET},
+    {OPT_SEEDS, &opt.seeds, 1 << 20},
+    {OPT_SLOW, &opt.slow_us, UINT32_MAX},
+    {OPT_LINGER_MS, &opt.linger_ms, UINT32_MAX},
+    {OPT_COUNT, &opt.count, UINT32_MAX},
+    {OPT_SEND, &opt.send_len, UNSET},
+    {OPT_EXPECT_REPLY, &opt.expect_reply, UNSET - 1},
+    {OPT_PARALLEL, &opt.parallel, 4096},
+    {OPT_DGRAM_COUNT, &opt.dgram_count, UINT32_MAX},
+    {OPT_KILL_AFTER, &opt.kill_after, UNSET - 1},
+    {OPT_CONNECT_TIMEOUT, &opt.connect_timeout_s, UINT32_MAX},
 };
 
 static const struct number_option *find_number_option(int id)
@@ -500,8 +521,8 @@ static int check_options(int modes)
 		return usage_error("--dgram-count needs a dgram or seqpacket address, not ",
 				   opt.addr.text);
 	if (dgram && (opt.parallel > 1 || opt.after != AFTER_CLOSE || opt.expect_len != UNSET))
-		return usage_error("a unix-dgram client only sends: no --parallel, --after, --expect",
-				   "");
+		return usage_error(
+		    "a unix-dgram client only sends: no --parallel, --after, --expect", "");
 	return 0;
 }
 
@@ -539,10 +560,13 @@ static int parse_options(int argc, char **argv)
 			return usage_error("", "see --help");
 		/* Server options are 0x2xx and client options 0x3xx. */
 		if ((id & 0x300) == (opt.is_server ? 0x300 : 0x200))
-			return usage_error(opt.is_server ? "not a server option: --" :
-					   "not a client option: --", long_options[longindex].name);
+			return usage_error(opt.is_server ? "not a server option: --"
+							 : "not a client option: --",
+					   long_options[longindex].name);
 		if (id == OPT_SINK || id == OPT_ECHO || id == OPT_SOURCE) {
-			opt.mode = id == OPT_SINK ? MODE_SINK : id == OPT_ECHO ? MODE_ECHO : MODE_SOURCE;
+			opt.mode = id == OPT_SINK   ? MODE_SINK
+				   : id == OPT_ECHO ? MODE_ECHO
+						    : MODE_SOURCE;
 			modes++;
 		}
 		number = find_number_option(id);
@@ -905,7 +929,7 @@ static const char *conn_verdict(const struct conn *c, char *buf, size_t size)
 
 static void server_conn_report(const struct conn *c, const char *verdict, uint64_t ms)
 {
-	static const char *const end_names[] = { "none", "clean", "reset", "error" };
+	static const char *const end_names[] = {"none", "clean", "reset", "error"};
 
 	printf("server conn=%u bytes=%" PRIu64 " fnv=%016" PRIx64 " verify=%s eof=%s ms=%" PRIu64,
 	       c->id, c->rx_bytes, c->fnv_rx, verdict, end_names[c->end], ms);
@@ -930,8 +954,8 @@ static void client_conn_report(const struct conn *c, const char *verdict, uint64
 {
 	printf("client conn=%u sent=%" PRIu64 " recv=%" PRIu64 " fnv_sent=%016" PRIx64
 	       " fnv_recv=%016" PRIx64 " verify=%s ms=%" PRIu64 " MBps=%.1f",
-	       c->id, c->tx_bytes, c->rx_bytes, c->fnv_tx, c->fnv_rx, verdict,
-	       ns / NSEC_PER_MSEC, mbps(c->tx_bytes > c->rx_bytes ? c->tx_bytes : c->rx_bytes, ns));
+	       c->id, c->tx_bytes, c->rx_bytes, c->fnv_tx, c->fnv_rx, verdict, ns / NSEC_PER_MSEC,
+	       mbps(c->tx_bytes > c->rx_bytes ? c->tx_bytes : c->rx_bytes, ns));
 	if (c->msg_mode)
 		printf(" msgs=%" PRIu64, c->tx_msgs);
 	if (c->msg_mode && c->rx_msgs)
@@ -1026,7 +1050,8 @@ static int server_accept(struct peer *p, uint64_t now)
 				continue;
 			if (errno == EAGAIN)
 				return 0;
-			fprintf(stderr, "vsm-peer: accept %s: %s\n", opt.addr.text, strerror(errno));
+			fprintf(stderr, "vsm-peer: accept %s: %s\n", opt.addr.text,
+				strerror(errno));
 			return -errno;
 		}
 		c = conn_new(fd, ++p->accepted, now);
@@ -1060,7 +1085,7 @@ static uint64_t conn_wake_time(const struct conn *c, uint64_t now)
 /* Polls until every connection is done, the deadline passes or a signal stops us. */
 static int peer_loop(struct peer *p)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };
+	struct sigaction sa = {.sa_handler = on_stop_signal};
 	struct pollfd *pfds = NULL;
 	sigset_t stop_set, orig_set;
 	int ret = 0;
@@ -1094,12 +1119,12 @@ static int peer_loop(struct peer *p)
 		}
 		pfds = grown;
 		if (listening)
-			pfds[0] = (struct pollfd){ .fd = p->listen_fd, .events = POLLIN };
+			pfds[0] = (struct pollfd){.fd = p->listen_fd, .events = POLLIN};
 		for (i = 0; i < nconns; i++) {
 			short events = conn_poll_events(p->conns[i], now);
 
-			pfds[base + i] = (struct pollfd){ .fd = events ? p->conns[i]->fd : -1,
-							  .events = events };
+			pfds[base + i] =
+			    (struct pollfd){.fd = events ? p->conns[i]->fd : -1, .events = events};
 			wake = min_u64(wake, conn_wake_time(p->conns[i], now));
 		}
 		ts.tv_sec = (wake - now) / NSEC_PER_SEC;
@@ -1254,7 +1279,7 @@ static int server_listen(struct peer_addr *a)
 
 static int server_main(void)
 {
-	struct peer p = { .listen_fd = -1 };
+	struct peer p = {.listen_fd = -1};
 	struct conn *c;
 	int fd, ret;
 
@@ -1337,12 +1362,12 @@ static void client_send_dgrams(struct conn *c, uint64_t retry_until)
 
 static int client_run_dgram(struct peer *p, uint64_t retry_until)
 {
-	struct timeval tv = { .tv_sec = opt.timeout_s };
+	struct timeval tv = {.tv_sec = opt.timeout_s};
 	struct conn *c;
 	int fd;
 
-	fd = opt.dgram_connect ? connect_with_retry(&opt.addr, retry_until) :
-				 open_socket(&opt.addr, 0);
+	fd = opt.dgram_connect ? connect_with_retry(&opt.addr, retry_until)
+			       : open_socket(&opt.addr, 0);
 	if (fd < 0)
 		return fd;
 	/* The deadline for a receiver that stops reading. */
@@ -1361,7 +1386,7 @@ static int client_run_dgram(struct peer *p, uint64_t retry_until)
 static int client_main(void)
 {
 	uint64_t start = now_ns(), retry_until = start + opt.connect_timeout_s * NSEC_PER_SEC;
-	struct peer p = { .listen_fd = -1 };
+	struct peer p = {.listen_fd = -1};
 	struct conn *c;
 	unsigned int i;
 	int fd, ret = 0;

@@ -75,7 +75,7 @@ static void test_line_several_in_one_chunk(void **state)
 	expect_no_line(&lb);
 	assert_int_equal(line_buffer_pending(&lb), 3);
 	append_str(&lb, "c\r\nd");
-	expect_line(&lb, "cccc\r");	/* \r is the JSON parser's business: it is blank */
+	expect_line(&lb, "cccc\r"); /* \r is the JSON parser's business: it is blank */
 	expect_no_line(&lb);
 	line_buffer_free(&lb);
 }
@@ -238,23 +238,23 @@ static void test_parse_malformed(void **state)
 		const char *text;
 		const char *why;
 	} cases[] = {
-		{ "", "empty line" },
-		{ "  \t", "empty line" },
-		{ "not json", "malformed JSON" },
-		{ "{\"command\":", "truncated JSON" },
-		{ "{\"command\":\"list\"", "truncated JSON" },
-		{ "\"abc", "truncated JSON" },
-		{ "nul", "malformed JSON" },
-		{ "[1,2]", "expected a JSON object, got array" },
-		{ "\"list\"", "expected a JSON object, got string" },
-		{ "42 ", "expected a JSON object, got int" },
-		{ "42", "expected a JSON object, got int" },
-		{ "true", "expected a JSON object, got boolean" },
-		{ "null", "null is not an object" },
-		{ "{} {}", "trailing characters" },
-		{ "{\"command\":\"list\"}x", "trailing characters" },
-		{ "{\"a\":1,}", "malformed JSON" },		/* strict: no trailing comma */
-		{ "{\"a\":\"\xff\xfe\"}", "malformed JSON" },	/* invalid UTF-8 */
+	    {"", "empty line"},
+	    {"  \t", "empty line"},
+	    {"not json", "malformed JSON"},
+	    {"{\"command\":", "truncated JSON"},
+	    {"{\"command\":\"list\"", "truncated JSON"},
+	    {"\"abc", "truncated JSON"},
+	    {"nul", "malformed JSON"},
+	    {"[1,2]", "expected a JSON object, got array"},
+	    {"\"list\"", "expected a JSON object, got string"},
+	    {"42 ", "expected a JSON object, got int"},
+	    {"42", "expected a JSON object, got int"},
+	    {"true", "expected a JSON object, got boolean"},
+	    {"null", "null is not an object"},
+	    {"{} {}", "trailing characters"},
+	    {"{\"command\":\"list\"}x", "trailing characters"},
+	    {"{\"a\":1,}", "malformed JSON"},		/* strict: no trailing comma */
+	    {"{\"a\":\"\xff\xfe\"}", "malformed JSON"}, /* invalid UTF-8 */
 	};
 	size_t i;
 
@@ -302,7 +302,7 @@ static void test_format_line(void **state)
 	assert_true(len > 1);
 	assert_int_equal(line[len - 1], '\n');
 	assert_null(memchr(line, '\n', len - 1));
-	assert_non_null(memmem(line, len, " /x", 3));	/* no "\/" noise */
+	assert_non_null(memmem(line, len, " /x", 3)); /* no "\/" noise */
 	assert_int_equal(control_parse_line(line, len - 1, &back, NULL, 0), 0);
 	assert_true(json_object_object_get_ex(back, "name", &v));
 	assert_string_equal(json_object_get_string(v), "two\nlines /x\ty\"z");
@@ -366,8 +366,8 @@ static void test_response_status(void **state)
 /* ---- client against a real socket ---------------------------------------------------- */
 
 enum server_mode {
-	SERVE,		/* answer each request by its "command" */
-	REFUSE,		/* send an error line at once and hang up, like a full daemon */
+	SERVE,	/* answer each request by its "command" */
+	REFUSE, /* send an error line at once and hang up, like a full daemon */
 };
 
 struct fixture {
@@ -482,7 +482,7 @@ static void run_server(int lfd, enum server_mode mode)
 
 static int listen_at(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -597,7 +597,7 @@ static void test_client_several_requests(void **state)
 	json_object_put(req);
 
 	control_client_close(&c);
-	control_client_close(&c);	/* idempotent */
+	control_client_close(&c); /* idempotent */
 }
 
 static void expect_request_error(const char *path, const char *command, int timeout_ms, int err)
@@ -629,7 +629,7 @@ static void test_request_refused_before_send(void **state)
 
 	fixture_serve(fx, REFUSE);
 	assert_int_equal(control_client_open(&c, fx->path, 2000), 0);
-	usleep(100000);	/* let the server hang up first, so our send() meets EPIPE */
+	usleep(100000); /* let the server hang up first, so our send() meets EPIPE */
 	assert_int_equal(control_client_call(&c, req, &resp, 2000), 0);
 	assert_int_equal(control_response_status(resp, &text), -EUSERS);
 	assert_string_equal(text, "too many control clients");
@@ -641,7 +641,7 @@ static void test_request_refused_before_send(void **state)
 static void test_request_no_daemon(void **state)
 {
 	struct fixture *fx = *state;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char long_path[200];
 	int fd;
 
@@ -680,26 +680,26 @@ static void test_request_too_long(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_line_single),
-		cmocka_unit_test(test_line_several_in_one_chunk),
-		cmocka_unit_test(test_line_byte_by_byte),
-		cmocka_unit_test(test_line_max_length),
-		cmocka_unit_test(test_line_oversize_without_newline),
-		cmocka_unit_test(test_line_eof_tail),
-		cmocka_unit_test(test_line_fill_from_pipe),
-		cmocka_unit_test(test_line_many_chunks),
-		cmocka_unit_test(test_parse_ok),
-		cmocka_unit_test(test_parse_malformed),
-		cmocka_unit_test(test_parse_too_deep),
-		cmocka_unit_test(test_parse_without_err_buffer),
-		cmocka_unit_test(test_format_line),
-		cmocka_unit_test(test_response_status),
-		cmocka_unit_test_setup_teardown(test_request_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_client_several_requests, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_bad_answers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_refused_before_send, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_no_daemon, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_request_too_long, setup, teardown),
+	    cmocka_unit_test(test_line_single),
+	    cmocka_unit_test(test_line_several_in_one_chunk),
+	    cmocka_unit_test(test_line_byte_by_byte),
+	    cmocka_unit_test(test_line_max_length),
+	    cmocka_unit_test(test_line_oversize_without_newline),
+	    cmocka_unit_test(test_line_eof_tail),
+	    cmocka_unit_test(test_line_fill_from_pipe),
+	    cmocka_unit_test(test_line_many_chunks),
+	    cmocka_unit_test(test_parse_ok),
+	    cmocka_unit_test(test_parse_malformed),
+	    cmocka_unit_test(test_parse_too_deep),
+	    cmocka_unit_test(test_parse_without_err_buffer),
+	    cmocka_unit_test(test_format_line),
+	    cmocka_unit_test(test_response_status),
+	    cmocka_unit_test_setup_teardown(test_request_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_client_several_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_bad_answers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_refused_before_send, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_no_daemon, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_too_long, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("control_proto", tests, NULL, NULL);
