@@ -158,7 +158,8 @@ int target_connect_start(const struct address *addr, int *in_progress)
 		return -errno;
 	*in_progress = 0;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
-		if (errno != EINPROGRESS && errno != EAGAIN) {
+		/* A unix connect never completes later: EAGAIN means the listen backlog is full. */
+		if (errno != EINPROGRESS) {
 			int r = -errno;
 
 			safe_close(fd);

@@ -166,6 +166,12 @@ scenario_server_closes_first() {
 }
 
 scenario_server_half_close() {
+	if [ "$E2E_TARGET" = unix ]; then
+		# unix_shutdown() on the server unhashes our target socket and the kernel frees
+		# the client bytes queued for it at that instant (docs/kernel-notes.md).
+		vmtest_skip server-half-closes-first "a unix target loses bytes in flight when its server half-closes (kernel unhash); runs over vsock in the VM"
+		return
+	fi
 	start_server server-half-closes-first "$(peer_addr 0)" --sink --reply-first 1M --count 1 --expect 16M
 	client server-half-closes-first --send 16M --after shutdown --expect-reply 1M
 	finish server-half-closes-first $? "server sends 1 MiB and shuts down writing first; client still sends 16 MiB"
@@ -284,6 +290,32 @@ e2e_run_streams() {
 	e2e_stop_daemon
 }
 
+# The dgram target goes away: datagrams wait in the socket, the daemon redials with
+# back-off, and the new target gets every datagram sent meanwhile, once and in order.
+scenario_dgram_reconnect() {
+	# The first target gives up after 2 s; its connection closes.
+	vsm-peer server "$(peer_addr 1)" --sink --count 1 --timeout 2 >"$E2E_DIR/dgram-first.server" 2>&1 &
+	_first=$!
+	wait_for_file "$E2E_DIR/dgram.sock" 10
+	e2e_start_daemon || return
+	wait $_first
+	vsm-peer client "unix-dgram:$E2E_DIR/dgram.sock" --seed 7 --dgram-count 50 --msg-size 4K \
+		>"$E2E_DIR/dgram-reconnect.client" 2>&1 &
+	_cpid=$!
+	sleep 1
+	start_server dgram-reconnect "$(peer_addr 1)" --sink --seed 7 --count 1 --expect 200K --timeout 30
+	wait $_cpid
+	_crc=$?
+	sleep 2
+	e2e_stop_daemon
+	if ! grep -q 'redialling' "$E2E_DIR/daemon.log"; then
+		vmtest_fail dgram-reconnect "the daemon did not log the redial: $(tail -n 2 "$E2E_DIR/daemon.log")"
+		kill "$SERVER_PID" 2>/dev/null
+		return
+	fi
+	finish dgram-reconnect $_crc "target lost and back: 50 datagrams sent meanwhile arrive once, in order; log: $(grep -m1 -o 'redialling in [0-9]* ms' "$E2E_DIR/daemon.log")"
+}
+
 # A datagram target sees EOF only when the daemon stops, so each gets a daemon of its own,
 # started once its target listens (otherwise the first connect backs off).
 e2e_run_dgram() {
@@ -292,6 +324,7 @@ e2e_run_dgram() {
 	e2e_start_daemon "$@" || return 1
 	SERVER_PID=$_dgram_server
 	scenario_dgram
+	scenario_dgram_reconnect
 	[ "$E2E_TARGET" = vsock ] || return 0
 	start_server seqpacket-boundaries "$(peer_seqpacket_addr 2)" --sink --count 1 \
 		--msg-size 4096 --expect 400K --timeout 60
