@@ -17,13 +17,16 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <linux/vm_sockets.h>
 
 #include "address.h"
 
 #define KIND_BIT(kind)	(1u << (kind))
 #define UNIX_FILE_KINDS (KIND_BIT(ADDRESS_UNIX_LISTEN) | KIND_BIT(ADDRESS_UNIX_RECV))
-#define TARGET_KINDS	(KIND_BIT(ADDRESS_UNIX_CONNECT) | KIND_BIT(ADDRESS_VSOCK_CONNECT))
+#define TARGET_KINDS                                                                               \
+	(KIND_BIT(ADDRESS_UNIX_CONNECT) | KIND_BIT(ADDRESS_VSOCK_CONNECT) |                        \
+	 KIND_BIT(ADDRESS_TCP_CONNECT))
 
 #define BACKLOG_MAX   65535
 #define TIMEOUT_MAX_S 3600
@@ -35,6 +38,7 @@ static const char *const kind_names[] = {
     [ADDRESS_UNIX_RECV] = "UNIX-RECV",
     [ADDRESS_UNIX_CONNECT] = "UNIX-CONNECT",
     [ADDRESS_VSOCK_CONNECT] = "VSOCK-CONNECT",
+    [ADDRESS_TCP_CONNECT] = "TCP-CONNECT",
 };
 
 #define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
@@ -49,6 +53,8 @@ static const struct address_keyword {
     {"UNIX-CONNECT", ADDRESS_UNIX_CONNECT},
     {"UNIX-CLIENT", ADDRESS_UNIX_CONNECT},
     {"VSOCK-CONNECT", ADDRESS_VSOCK_CONNECT},
+    {"TCP-CONNECT", ADDRESS_TCP_CONNECT},
+    {"TCP", ADDRESS_TCP_CONNECT}, /* socat's short form */
 };
 
 #define N_KEYWORDS (sizeof(keywords) / sizeof(keywords[0]))
@@ -157,7 +163,8 @@ bool address_is_listener(const struct address *addr)
 
 bool address_is_target(const struct address *addr)
 {
-	return addr && (addr->kind == ADDRESS_UNIX_CONNECT || addr->kind == ADDRESS_VSOCK_CONNECT);
+	return addr && (addr->kind == ADDRESS_UNIX_CONNECT || addr->kind == ADDRESS_VSOCK_CONNECT ||
+			addr->kind == ADDRESS_TCP_CONNECT);
 }
 
 int address_check_path(const char *path, char *err, size_t errlen)
@@ -494,6 +501,42 @@ static int parse_vsock(struct address *addr, char *body, char *err, size_t errle
 	return 0;
 }
 
+/* HOST:PORT with a numeric IPv4 host, or [IPv6]:PORT. Names are not resolved. */
+static int parse_tcp(struct address *addr, char *body, char *err, size_t errlen)
+{
+	char *host = body, *port;
+	uint64_t v;
+	int r;
+
+	if (*host == '[') {
+		port = strchr(++host, ']');
+		if (!port || port[1] != ':')
+			return set_err(err, errlen,
+				       "expected TCP-CONNECT:[IPV6]:PORT, e.g. TCP-CONNECT:[::1]:80");
+		*port = '\0';
+		port += 2;
+		addr->inet_family = AF_INET6;
+	} else {
+		port = strrchr(host, ':');
+		if (!port)
+			return set_err(err, errlen,
+				       "missing port: expected TCP-CONNECT:HOST:PORT");
+		*port++ = '\0';
+		addr->inet_family = AF_INET;
+	}
+	if (!*host)
+		return set_err(err, errlen, "missing host: expected TCP-CONNECT:HOST:PORT");
+	if (inet_pton(addr->inet_family, host, addr->inet_addr) != 1)
+		return set_err(err, errlen,
+			       "host \"%s\" is not a numeric %s address (vsockmapd does not "
+			       "resolve names)",
+			       host, addr->inet_family == AF_INET ? "IPv4" : "IPv6");
+	r = parse_number("port", port, 1, 65535, &v, err, errlen);
+	if (!r)
+		addr->port = (uint32_t)v;
+	return r;
+}
+
 static int parse_copy(char *text, struct address *addr, char *err, size_t errlen)
 {
 	const char *names[N_KINDS], *hint;
@@ -530,6 +573,9 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 		if (kw->kind == ADDRESS_VSOCK_CONNECT)
 			return set_err(err, errlen,
 				       "missing CID:PORT: expected VSOCK-CONNECT:CID:PORT");
+		if (kw->kind == ADDRESS_TCP_CONNECT)
+			return set_err(err, errlen,
+				       "missing HOST:PORT: expected TCP-CONNECT:HOST:PORT");
 		return set_err(err, errlen, "missing path: expected %s:PATH", kind_names[kw->kind]);
 	}
 	body = text + kwlen + 1;
@@ -539,6 +585,8 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 
 	if (kw->kind == ADDRESS_VSOCK_CONNECT) {
 		r = parse_vsock(addr, body, err, errlen);
+	} else if (kw->kind == ADDRESS_TCP_CONNECT) {
+		r = parse_tcp(addr, body, err, errlen);
 	} else if (!*body) {
 		r = set_err(err, errlen, "missing path after %s:", kind_names[kw->kind]);
 	} else {
@@ -577,11 +625,20 @@ int address_format(const struct address *addr, char *buf, size_t len)
 
 	if (!addr || (unsigned int)addr->kind >= N_KINDS)
 		return -EINVAL;
-	if (addr->kind == ADDRESS_VSOCK_CONNECT)
+	if (addr->kind == ADDRESS_VSOCK_CONNECT) {
 		n = snprintf(buf, len, "VSOCK-CONNECT:%u:%u%s", addr->cid, addr->port,
 			     addr->sock_type == SOCK_SEQPACKET ? ",type=seqpacket" : "");
-	else
+	} else if (addr->kind == ADDRESS_TCP_CONNECT) {
+		char ip[INET6_ADDRSTRLEN];
+
+		if (!inet_ntop(addr->inet_family, addr->inet_addr, ip, sizeof(ip)))
+			return -EINVAL;
+		n = snprintf(buf, len, addr->inet_family == AF_INET6 ? "TCP-CONNECT:[%s]:%u" :
+								       "TCP-CONNECT:%s:%u",
+			     ip, addr->port);
+	} else {
 		n = snprintf(buf, len, "%s:%s", kind_names[addr->kind], addr->path);
+	}
 	if (n < 0)
 		return -EINVAL;
 	return (size_t)n < len ? 0 : -ENOSPC;

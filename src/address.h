@@ -14,6 +14,7 @@ enum address_kind {
 	ADDRESS_UNIX_RECV,     /* bound dgram socket, datagrams go to one target */
 	ADDRESS_UNIX_CONNECT,  /* connect to a unix stream socket */
 	ADDRESS_VSOCK_CONNECT, /* connect to CID:PORT */
+	ADDRESS_TCP_CONNECT,   /* connect to a numeric IPv4 or [IPv6] address and port */
 };
 
 #define ADDRESS_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -22,7 +23,9 @@ struct address {
 	enum address_kind kind;
 	char path[ADDRESS_PATH_MAX]; /* UNIX-*: NUL-terminated, strlen < sizeof(sun_path) */
 	uint32_t cid;		     /* VSOCK-CONNECT */
-	uint32_t port;		     /* VSOCK-CONNECT */
+	uint32_t port;		     /* VSOCK-CONNECT, TCP-CONNECT */
+	int inet_family;	     /* TCP-CONNECT: AF_INET or AF_INET6 */
+	unsigned char inet_addr[16]; /* TCP-CONNECT: network order */
 	int sock_type;		     /* SOCK_STREAM, SOCK_DGRAM (UNIX-RECV) or SOCK_SEQPACKET */
 	bool has_mode;
 	mode_t mode; /* mode=0660: socket file mode */

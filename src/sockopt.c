@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <linux/vm_sockets.h>
 #include <string.h>
@@ -145,6 +146,23 @@ int target_connect_start(const struct address *addr, int *in_progress)
 		svm->svm_cid = addr->cid;
 		svm->svm_port = addr->port;
 		len = sizeof(*svm);
+	} else if (addr->kind == ADDRESS_TCP_CONNECT) {
+		family = addr->inet_family;
+		if (family == AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+			sin->sin_family = AF_INET;
+			sin->sin_port = htons(addr->port);
+			memcpy(&sin->sin_addr, addr->inet_addr, sizeof(sin->sin_addr));
+			len = sizeof(*sin);
+		} else {
+			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+			sin6->sin6_family = AF_INET6;
+			sin6->sin6_port = htons(addr->port);
+			memcpy(&sin6->sin6_addr, addr->inet_addr, sizeof(sin6->sin6_addr));
+			len = sizeof(*sin6);
+		}
 	} else if (addr->kind == ADDRESS_UNIX_CONNECT) {
 		family = AF_UNIX;
 		if (make_sockaddr_un(addr->path, (struct sockaddr_un *)&ss))

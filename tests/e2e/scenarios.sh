@@ -54,6 +54,10 @@ connect = $(target_connect 9)
 [dgram]
 listen  = UNIX-RECV:$E2E_DIR/dgram.sock
 connect = $(target_connect 1)
+
+[tcp]
+listen  = UNIX-LISTEN:$E2E_DIR/tcp.sock
+connect = TCP-CONNECT:127.0.0.1:$((E2E_PORT_BASE + 3000))
 CONF
 	if [ "$E2E_TARGET" = vsock ]; then
 		cat >>"$E2E_DIR/vsockmap.conf" <<CONF
@@ -219,6 +223,14 @@ scenario_refused() {
 	fi
 }
 
+# unix -> TCP on 127.0.0.1: the same kernel path with a TCP socket as the destination.
+scenario_tcp() {
+	start_server unix-to-tcp "tcp:127.0.0.1:$((E2E_PORT_BASE + 3000))" --echo --count 1
+	vsm-peer client "unix:$E2E_DIR/tcp.sock" --send 16M --after echo --timeout 120 \
+		>"$E2E_DIR/unix-to-tcp.client" 2>&1
+	finish unix-to-tcp $? "16 MiB to a TCP echo server on 127.0.0.1 and back"
+}
+
 # counters-agree: while one connection is open, vsockmapctl's counters equal the bytes moved.
 scenario_counters() {
 	start_server counters-agree "$(peer_addr 0)" --echo --count 1
@@ -286,6 +298,7 @@ e2e_run_streams() {
 	scenario_client_killed
 	scenario_slow_reader
 	scenario_refused
+	scenario_tcp
 	scenario_counters
 	e2e_stop_daemon
 }

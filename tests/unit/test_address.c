@@ -155,11 +155,37 @@ static void test_vsock_connect(void **state)
 	assert_int_equal(a.port, 80);
 }
 
+static void test_tcp_connect(void **state)
+{
+	struct address a;
+
+	(void)state;
+	a = parse_ok("TCP-CONNECT:127.0.0.1:8080,connect-timeout=2");
+	assert_int_equal(a.kind, ADDRESS_TCP_CONNECT);
+	assert_int_equal(a.inet_family, AF_INET);
+	assert_int_equal(a.port, 8080);
+	assert_int_equal(a.connect_timeout_ms, 2000);
+	assert_true(address_is_target(&a));
+	a = parse_ok("TCP:[::1]:443");
+	assert_int_equal(a.inet_family, AF_INET6);
+	assert_int_equal(a.inet_addr[15], 1);
+	format_is("TCP:127.0.0.1:80", "TCP-CONNECT:127.0.0.1:80");
+	format_is("tcp-connect:[::1]:80", "TCP-CONNECT:[::1]:80");
+	parse_bad("TCP-CONNECT:localhost:80", "host \"localhost\" is not a numeric IPv4 address");
+	parse_bad("TCP-CONNECT:127.0.0.1", "missing port");
+	parse_bad("TCP-CONNECT:127.0.0.1:0", "port");
+	parse_bad("TCP-CONNECT:127.0.0.1:65536", "port");
+	parse_bad("TCP-CONNECT:[::1:80", "expected TCP-CONNECT:[IPV6]:PORT");
+	parse_bad("TCP-CONNECT", "missing HOST:PORT");
+	parse_bad("TCP-CONNECT::80", "missing host");
+	parse_bad("TCP-CONNECT:127.0.0.1:80,mode=0600", "does not apply to TCP-CONNECT");
+}
+
 static void test_unknown_type(void **state)
 {
 	(void)state;
 	parse_bad("TCP-LISTEN:8080", "unknown address type \"TCP-LISTEN\" (supported: UNIX-LISTEN, "
-				     "UNIX-RECV, UNIX-CONNECT, VSOCK-CONNECT)");
+				     "UNIX-RECV, UNIX-CONNECT, VSOCK-CONNECT, TCP-CONNECT)");
 	parse_bad("UNIX-LISTN:/x", "did you mean \"UNIX-LISTEN\"?");
 	parse_bad("UNIX:/x", "unknown address type \"UNIX\"");
 	parse_bad("VSOCK-LISTEN:1", "unknown address type \"VSOCK-LISTEN\"");
@@ -252,7 +278,7 @@ static void test_option_applies(void **state)
 	parse_bad("UNIX-CONNECT:/x,type=stream", "option \"type\" does not apply to UNIX-CONNECT");
 	parse_bad("UNIX-LISTEN:/x,connect-timeout=1",
 		  "option \"connect-timeout\" does not apply to UNIX-LISTEN (only to UNIX-CONNECT, "
-		  "VSOCK-CONNECT)");
+		  "VSOCK-CONNECT, TCP-CONNECT)");
 	parse_bad("UNIX-RECV:/x,backlog=5", "option \"backlog\" does not apply to UNIX-RECV");
 	parse_bad("VSOCK-CONNECT:2:1,backlog=5",
 		  "option \"backlog\" does not apply to VSOCK-CONNECT");
@@ -390,6 +416,7 @@ int main(void)
 	    cmocka_unit_test(test_unix_listen_alias_duplicate),
 	    cmocka_unit_test(test_unix_recv_and_connect),
 	    cmocka_unit_test(test_vsock_connect),
+	    cmocka_unit_test(test_tcp_connect),
 	    cmocka_unit_test(test_unknown_type),
 	    cmocka_unit_test(test_missing_path),
 	    cmocka_unit_test(test_path_length),
