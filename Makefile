@@ -36,7 +36,8 @@ endif
 COMMON_SRCS	:= src/address.c src/config.c src/log.c src/control_proto.c src/util.c
 # The daemon's own modules.
 DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
-		   src/dgram_forwarder.c src/control_server.c src/sockopt.c src/daemon.c
+		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
+		   src/sockopt.c src/daemon.c
 CTL_SRCS	:= src/vsockmapctl.c
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <inttypes.h>
-#include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 
 #include "bpf_object_id.h"
 
+#include "control_commands.h"
 #include "control_server.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
@@ -24,84 +24,6 @@
 uint64_t daemon_next_id(struct daemon *d)
 {
 	return ++d->next_id;
-}
-
-static struct json_object *redirect_json(const struct redirect_info *info,
-					 const struct redirect_config *rc)
-{
-	struct json_object *o = json_object_new_object(), *client = NULL;
-	char buf[160];
-
-	json_object_object_add(o, "id", json_object_new_uint64(info->id));
-	json_object_object_add(o, "name", json_object_new_string(info->name));
-	address_format(&rc->listen, buf, sizeof(buf));
-	json_object_object_add(o, "listen", json_object_new_string(buf));
-	address_format(&rc->connect, buf, sizeof(buf));
-	json_object_object_add(o, "target", json_object_new_string(buf));
-	if (info->client.pid) {
-		client = json_object_new_object();
-		json_object_object_add(client, "pid", json_object_new_int(info->client.pid));
-		json_object_object_add(client, "uid", json_object_new_int64(info->client.uid));
-		json_object_object_add(client, "gid", json_object_new_int64(info->client.gid));
-		if (info->comm[0])
-			json_object_object_add(client, "comm", json_object_new_string(info->comm));
-	}
-	json_object_object_add(o, "client", client);
-	json_object_object_add(o, "datapath", json_object_new_string("kernel"));
-	json_object_object_add(o, "state", json_object_new_string(info->state));
-	json_object_object_add(o, "age_ms", json_object_new_uint64(info->age_usec / 1000));
-	json_object_object_add(o, "bytes_out",
-			       json_object_new_uint64(info->bytes[VSOCKMAP_DIR_TO_TARGET]));
-	json_object_object_add(o, "packets_out",
-			       json_object_new_uint64(info->packets[VSOCKMAP_DIR_TO_TARGET]));
-	json_object_object_add(o, "bytes_in",
-			       json_object_new_uint64(info->bytes[VSOCKMAP_DIR_TO_CLIENT]));
-	json_object_object_add(o, "packets_in",
-			       json_object_new_uint64(info->packets[VSOCKMAP_DIR_TO_CLIENT]));
-	return o;
-}
-
-static int cmd_list(struct daemon *d, struct json_object *request, struct json_object *response)
-{
-	struct json_object *arr = json_object_new_array(), *filter;
-	const char *name = NULL;
-	struct redirect_info info;
-	struct redirect *r;
-	size_t i;
-
-	if (json_object_object_get_ex(request, "name", &filter))
-		name = json_object_get_string(filter);
-	for (i = 0; i < d->n_listeners; i++) {
-		struct listener *l = &d->listeners[i];
-
-		if (!l->dgram || (name && strcmp(name, l->rc->name)))
-			continue;
-		dgram_forwarder_get_info(l->dgram, &info);
-		json_object_array_add(arr, redirect_json(&info, l->rc));
-	}
-	for (r = d->redirects; r; r = redirect_next(r)) {
-		redirect_get_info(r, &info);
-		if (name && strcmp(name, info.name))
-			continue;
-		json_object_array_add(arr, redirect_json(&info, redirect_listener(r)->rc));
-	}
-	json_object_object_add(response, "redirects", arr);
-	return 0;
-}
-
-static int on_control(void *userdata, const char *command, struct json_object *request,
-		      struct json_object **response, char **error_text)
-{
-	struct daemon *d = userdata;
-	int err;
-
-	(void)error_text;
-	*response = json_object_new_object();
-	if (!strcmp(command, "list"))
-		err = cmd_list(d, request, *response);
-	else
-		err = -EOPNOTSUPP;
-	return err;
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
@@ -179,7 +101,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	if (err)
 		goto out;
 	err = control_server_open(d->event, d->cfg.daemon.control_path, CONTROL_SOCKET_MODE,
-				  on_control, d, &d->control);
+				  control_commands_handle, d, &d->control);
 	if (err)
 		goto out;
 	return 0;

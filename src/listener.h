@@ -21,6 +21,9 @@ struct listener {
 	uint64_t accepted;
 	uint64_t failed; /* target refused, timed out, or set-up failed */
 	size_t live;
+	/* Moved by redirects of this listener that have closed, per direction. */
+	uint64_t closed_bytes[2];
+	uint64_t closed_packets[2];
 };
 
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener *l);

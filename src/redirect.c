@@ -62,6 +62,7 @@ struct redirect {
 	bool has_slot;
 	bool connecting;
 	bool close_after_drain;
+	bool stop_reading_target; /* closing on request: deliver what is queued, then stop */
 	sd_event_source *timer;
 	uint64_t started_usec;
 	uint64_t connect_deadline_usec;
@@ -70,6 +71,7 @@ struct redirect {
 };
 
 static int redirect_step(struct redirect *r);
+static void collect_counters(struct redirect *r, struct redirect_info *info);
 
 static const char *target_text(struct redirect *r, char *buf, size_t len)
 {
@@ -96,10 +98,16 @@ static void redirect_unlink(struct redirect *r)
 
 void redirect_free(struct redirect *r)
 {
+	struct redirect_info info;
 	int i;
 
 	if (!r)
 		return;
+	collect_counters(r, &info);
+	for (i = 0; i < VSOCKMAP_NR_DIRS; i++) {
+		r->l->closed_bytes[i] += info.bytes[i];
+		r->l->closed_packets[i] += info.packets[i];
+	}
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
 	for (i = 0; i < 2; i++) {
@@ -117,6 +125,16 @@ void redirect_free(struct redirect *r)
 struct redirect *redirect_next(struct redirect *r)
 {
 	return r->next;
+}
+
+struct redirect *redirect_find(struct daemon *d, uint64_t id)
+{
+	struct redirect *r;
+
+	for (r = d->redirects; r; r = r->next)
+		if (r->id == id)
+			return r;
+	return NULL;
 }
 
 struct listener *redirect_listener(struct redirect *r)
@@ -139,9 +157,25 @@ static const char *redirect_state(struct redirect *r)
 	return "open";
 }
 
-void redirect_get_info(struct redirect *r, struct redirect_info *info)
+/* Bytes and packets each way: the kernel's counters plus what the daemon carried. */
+static void collect_counters(struct redirect *r, struct redirect_info *info)
 {
 	struct vsockmap_counters c;
+	int dir;
+
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		info->bytes[dir] = r->dir[dir].user_bytes;
+		info->packets[dir] = r->dir[dir].user_packets;
+		if (r->has_slot && !dataplane_counters(r->d->dp, r->slot, dir, &c)) {
+			info->bytes[dir] += c.bytes;
+			info->packets[dir] += c.packets;
+		}
+	}
+}
+
+void redirect_get_info(struct redirect *r, struct redirect_info *info)
+{
+	struct vsockmap_queue_info qi;
 	int dir;
 
 	memset(info, 0, sizeof(*info));
@@ -151,14 +185,20 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info)
 	info->client = r->cred;
 	snprintf(info->comm, sizeof(info->comm), "%s", r->comm);
 	info->age_usec = now_usec() - r->started_usec;
+	collect_counters(r, info);
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-		info->bytes[dir] = r->dir[dir].user_bytes;
-		info->packets[dir] = r->dir[dir].user_packets;
-		if (r->has_slot && !dataplane_counters(r->d->dp, r->slot, dir, &c)) {
-			info->bytes[dir] += c.bytes;
-			info->packets[dir] += c.packets;
-		}
+		info->datapath[dir] =
+		    r->dir[dir].state == DIR_COPY || dir == TARGET ? "daemon" : "kernel";
+		info->cookie[dir] = r->ep[dir].cookie;
 	}
+	if (r->ep[TARGET].in_map &&
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, &qi)) {
+		info->has_queues = true;
+		info->target_backlog_skbs = qi.backlog_skbs;
+	}
+	info->client_rcvq_bytes = r->ep[CLIENT].fd >= 0 ? socket_inq(r->ep[CLIENT].fd) : -1;
+	if (info->client_rcvq_bytes < 0)
+		info->client_rcvq_bytes = -1;
 }
 
 /* ---- events ---- */
@@ -432,6 +472,8 @@ static void dir_copy(struct redirect *r, int src)
 	do
 		n = forward_some(r, src);
 	while (n > 0 && dir->buf_off == dir->buf_len);
+	if (n == -EAGAIN && src == TARGET && r->stop_reading_target)
+		n = 0;
 	if (n > 0 || n == -EAGAIN)
 		return; /* blocked on the destination, or nothing more yet */
 	if (n < 0 || peer_closed(r->ep[src].fd))
@@ -597,6 +639,28 @@ static int redirect_step(struct redirect *r)
 	arm_timer(r, deadline);
 	update_io(r);
 	return 0;
+}
+
+/* ---- close on request ---- */
+
+void redirect_request_close(struct redirect *r)
+{
+	if (r->connecting) {
+		redirect_free(r);
+		return;
+	}
+	/*
+	 * The client gets EPIPE on its next write; what it sent before is still forwarded.
+	 * The target's side is not shut for reading: vsock would drop what is queued. What it
+	 * has sent so far is delivered, later bytes are not read.
+	 */
+	shutdown(r->ep[CLIENT].fd, SHUT_RD);
+	r->stop_reading_target = true;
+	r->close_after_drain = true;
+	if (r->dir[CLIENT].state == DIR_OPEN)
+		r->dir[CLIENT].state = DIR_DRAINING;
+	log_info("[%s] redirect %" PRIu64 ": closing on request", r->l->rc->name, r->id);
+	redirect_step(r);
 }
 
 /* ---- start ---- */

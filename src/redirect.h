@@ -8,6 +8,7 @@
 #ifndef VSOCKMAP_REDIRECT_H
 #define VSOCKMAP_REDIRECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -21,11 +22,17 @@ struct redirect_info {
 	uint64_t id;
 	const char *name;
 	const char *state;
-	struct ucred client; /* pid 0: unknown */
+	const char *datapath[VSOCKMAP_NR_DIRS]; /* "kernel" or "daemon", per direction */
+	struct ucred client;			/* pid 0: unknown */
 	char comm[32];
 	uint64_t age_usec;
 	uint64_t bytes[VSOCKMAP_NR_DIRS];
 	uint64_t packets[VSOCKMAP_NR_DIRS];
+	uint64_t cookie[2]; /* socket cookies: [0] client side, [1] target side; 0 if none */
+	/* Kernel queues, when the queue iterator is loaded (has_queues). */
+	bool has_queues;
+	uint32_t target_backlog_skbs; /* redirected, not yet sent out of the target socket */
+	int64_t client_rcvq_bytes;    /* SIOCINQ of the client socket; -1 if unknown */
 };
 
 /* Take over an accepted client connection and dial the listener's target. */
@@ -34,6 +41,13 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd);
 /* Close at once, without draining (daemon shutdown). */
 void redirect_free(struct redirect *r);
 
+/*
+ * End a redirect cleanly, as if both ends had shut down writing: the kernel backlog drains,
+ * each side gets EOF after everything already sent to it, then the pair closes.
+ */
+void redirect_request_close(struct redirect *r);
+
+struct redirect *redirect_find(struct daemon *d, uint64_t id);
 struct redirect *redirect_next(struct redirect *r);
 void redirect_get_info(struct redirect *r, struct redirect_info *info);
 struct listener *redirect_listener(struct redirect *r);
