@@ -69,6 +69,13 @@ struct {
 	__type(value, __u64);
 } dgram_sockets SEC(".maps");
 
+/* A UNIX-RECV instance: lengths of the datagrams held for the daemon, oldest first. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, VSOCKMAP_DGRAM_HELD_MAX);
+	__type(value, __u32);
+} dgram_held_lens SEC(".maps");
+
 /* A UNIX-RECV instance: the cookie of its current target in egress (0: none). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -125,46 +132,57 @@ static __always_inline void count(__u32 idx, __u32 len, int what)
 	}
 }
 
+/*
+ * Redirect skb to the destination socket, unless the gate says the daemon still owns the
+ * stream (closed, or held bytes not yet forwarded) or the destination has left the map; then
+ * the verdict passes it up to the socket, counted as held, and the daemon forwards it in
+ * order. Returns true when the skb is held.
+ */
+static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest)
+{
+	struct vsockmap_gate *gate = bpf_map_lookup_elem(&gates, &idx);
+
+	if (!gate)
+		return true;
+	if (gate->open && gate->held == gate->released && *dest &&
+	    bpf_sk_redirect_hash(skb, &egress, dest, 0) == SK_PASS) {
+		count(idx, skb->len, -1);
+		return false;
+	}
+	__sync_fetch_and_add(&gate->held, skb->len);
+	count(idx, skb->len, SK_PASS);
+	return true;
+}
+
 /* Stream pairs: unix <-> vsock, unix <-> unix, unix <-> TCP. */
 SEC("sk_skb")
 int vsockmap_verdict(struct __sk_buff *skb)
 {
-	struct vsockmap_link *link;
-	struct vsockmap_gate *gate;
 	__u64 key = receiver_cookie(skb);
-	__u32 idx;
+	struct vsockmap_link *link;
 
 	link = bpf_map_lookup_elem(&links, &key);
 	if (!link)
 		return SK_PASS; /* not ours, or not yet linked: leave it to the socket */
-	idx = link->slot * VSOCKMAP_NR_DIRS + (link->dir & 1);
-	gate = bpf_map_lookup_elem(&gates, &idx);
-	if (!gate)
-		return SK_PASS;
-	if (gate->open && gate->held == gate->released &&
-	    bpf_sk_redirect_hash(skb, &egress, &link->partner_cookie, 0) == SK_PASS) {
-		count(idx, skb->len, -1);
-		return SK_PASS;
-	}
-	/* Gate closed, or the destination left the map: the daemon takes over. */
-	__sync_fetch_and_add(&gate->held, skb->len);
-	count(idx, skb->len, SK_PASS);
+	redirect_or_hold(skb, link->slot * VSOCKMAP_NR_DIRS + (link->dir & 1),
+			 &link->partner_cookie);
 	return SK_PASS;
 }
 
-/* UNIX-RECV: every datagram goes to the current target. */
+/*
+ * UNIX-RECV: every datagram goes to the current target. While the daemon forwards held
+ * datagrams itself it needs each one's length, since reading a psock queue merges messages.
+ */
 SEC("sk_skb")
 int vsockmap_dgram_verdict(struct __sk_buff *skb)
 {
-	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0;
+	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0, len = skb->len;
 	__u64 *target = bpf_map_lookup_elem(&dgram_target, &zero);
 
-	if (target && *target && bpf_sk_redirect_hash(skb, &egress, target, 0) == SK_PASS) {
-		count(idx, skb->len, -1);
-		return SK_PASS;
-	}
-	count(idx, skb->len, SK_DROP);
-	return SK_DROP;
+	if (target && redirect_or_hold(skb, idx, target) &&
+	    bpf_map_push_elem(&dgram_held_lens, &len, 0))
+		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
+	return SK_PASS;
 }
 
 /*

@@ -10,6 +10,8 @@
 /* Live redirects the kernel side can track; each has two directions. */
 #define VSOCKMAP_MAX_REDIRECTS 65536
 #define VSOCKMAP_MAX_SOCKETS   (2 * VSOCKMAP_MAX_REDIRECTS)
+/* Datagrams a UNIX-RECV socket can hold, with their boundaries, while it has no target. */
+#define VSOCKMAP_DGRAM_HELD_MAX 65536
 
 enum vsockmap_dir {
 	VSOCKMAP_DIR_TO_TARGET = 0, /* client -> target ("out") */
@@ -46,7 +48,7 @@ struct vsockmap_counters {
 	__u64 bytes;
 	__u64 packets;
 	__u64 held_packets;    /* passed to the daemon while the gate was closed */
-	__u64 dropped_packets; /* e.g. replies on a dgram redirect, which have no way back */
+	__u64 dropped_packets; /* UNIX-RECV: held datagrams whose length could not be kept */
 };
 
 /* Records written by the queue iterator: one per socket in the sockhash. */

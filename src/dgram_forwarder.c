@@ -1,4 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The bound datagram socket enters its own sockhash (struct dgram_plane) before its file may
+ * be used, and stays there for the daemon's lifetime: taking a socket out of a sockhash while
+ * someone sends to it can free an skb (docs/kernel-notes.md), and a socket entering it with
+ * datagrams already queued would leave them behind. While there is no target, or while the
+ * daemon still forwards what was held, the verdict passes datagrams up to the socket and
+ * records each one's length; the daemon sends them on one by one, then opens the gate.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -15,11 +23,11 @@
 #include "sockopt.h"
 #include "util.h"
 
-#define DGRAM_BUF_SIZE	 (256 * 1024)
+#define DGRAM_BUF_SIZE (256 * 1024)
 #define BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
-/* Datagrams that slipped in between the last read and the insert: re-read at most this often. */
-#define SYNC_ROUNDS 8
+/* A verdict that read the closed gate may still hold one datagram after it opens. */
+#define GATE_GRACE_USEC (50 * USEC_PER_MSEC)
 
 enum dgram_state { DG_CONNECTING, DG_SYNC, DG_ACTIVE, DG_BACKOFF };
 
@@ -27,17 +35,21 @@ struct dgram_forwarder {
 	struct daemon *d;
 	struct listener *l;
 	struct dgram_plane *gp;
+	struct vsockmap_gate *gate;
 	uint32_t slot;
 	uint64_t id;
 	enum dgram_state state;
 	int target_fd;
 	uint64_t target_cookie;
 	sd_event_source *target_io;
+	sd_event_source *sock_io; /* EPOLLIN on the bound socket while syncing */
 	sd_event_source *timer;
 	uint64_t backoff_usec;
 	uint64_t connect_deadline_usec;
+	uint64_t opened_usec;
 	char *buf;
-	ssize_t pending; /* length of a datagram in buf that the target could not take yet */
+	size_t pending; /* a datagram read from the socket, not yet taken by a target */
+	bool merge_warned;
 	uint64_t user_bytes, user_packets;
 	uint64_t discarded_bytes; /* sent back by the target */
 	uint64_t started_usec;
@@ -58,16 +70,27 @@ static void set_timer(struct dgram_forwarder *f, uint64_t deadline)
 	sd_event_source_set_enabled(f->timer, SD_EVENT_ONESHOT);
 }
 
+static void watch_socket(struct dgram_forwarder *f, bool on)
+{
+	sd_event_source_set_enabled(f->sock_io, on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static void watch_target(struct dgram_forwarder *f, uint32_t events)
+{
+	if (f->target_io)
+		sd_event_source_set_io_events(f->target_io, events);
+}
+
+/* Close the gate first, so that from now on the verdict holds datagrams for the next target. */
 static void drop_target(struct dgram_forwarder *f)
 {
-	/* Datagrams now wait in the socket's own queue, where senders feel backpressure. */
-	dgram_plane_set_socket(f->gp, -1);
+	__atomic_store_n(&f->gate->open, 0, __ATOMIC_RELEASE);
 	dgram_plane_set_target(f->gp, 0);
 	if (f->target_fd >= 0)
 		dataplane_remove(f->d->dp, f->target_cookie);
 	f->target_io = sd_event_source_disable_unref(f->target_io);
 	f->target_fd = safe_close(f->target_fd);
-	f->pending = 0;
+	watch_socket(f, false);
 }
 
 static void retry_later(struct dgram_forwarder *f, int err, const char *what)
@@ -86,7 +109,7 @@ static void retry_later(struct dgram_forwarder *f, int err, const char *what)
 	set_timer(f, now_usec() + f->backoff_usec);
 }
 
-static int on_target_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	(void)s;
 	(void)fd;
@@ -116,7 +139,7 @@ static void dial(struct dgram_forwarder *f)
 		retry_later(f, err, "connect");
 		return;
 	}
-	err = sd_event_add_io(f->d->event, &f->target_io, f->target_fd, EPOLLOUT, on_target_io, f);
+	err = sd_event_add_io(f->d->event, &f->target_io, f->target_fd, EPOLLOUT, on_io, f);
 	if (err < 0) {
 		retry_later(f, err, "watching");
 		return;
@@ -137,62 +160,85 @@ static int send_pending(struct dgram_forwarder *f)
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	/* A stream target takes part of a datagram only when nearly full: keep the rest. */
-	if (n < f->pending) {
+	f->user_bytes += n;
+	if ((size_t)n < f->pending) {
 		memmove(f->buf, f->buf + n, f->pending - n);
 		f->pending -= n;
-		f->user_bytes += n;
 		return 0;
 	}
-	f->user_bytes += n;
 	f->user_packets++;
 	f->pending = 0;
 	return 1;
 }
 
-/*
- * Forward what queued up while there was no target, then hand the socket to the kernel.
- * Datagrams that arrive between the last read and the insert would wait for the next one,
- * so take the socket out again and repeat while any are left.
- */
-static void sync_queue(struct dgram_forwarder *f)
+/* Read the oldest held datagram, whole: reading a psock queue would merge messages. */
+static ssize_t read_held(struct dgram_forwarder *f)
 {
-	int sock = f->l->fd;
-	int round, err;
+	uint32_t len = DGRAM_BUF_SIZE;
+	ssize_t n;
 
-	for (round = 0; round < SYNC_ROUNDS; round++) {
-		for (;;) {
-			if (f->pending) {
-				err = send_pending(f);
-				if (err < 0) {
-					retry_later(f, err, "sending to");
-					return;
-				}
-				if (!err) {
-					sd_event_source_set_io_events(f->target_io, EPOLLOUT);
-					return;
-				}
-			}
-			f->pending = recv(sock, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
-			if (f->pending < 0) {
-				f->pending = 0;
-				break;
-			}
-		}
-		err = dgram_plane_set_socket(f->gp, sock);
-		if (err) {
-			retry_later(f, err, "adding the socket to the sockhash for");
-			return;
-		}
-		if (socket_inq(sock) <= 0)
-			break;
-		dgram_plane_set_socket(f->gp, -1);
+	if (dgram_plane_pop_len(f->gp, &len) || len > DGRAM_BUF_SIZE) {
+		len = DGRAM_BUF_SIZE;
+		if (!f->merge_warned)
+			log_warn("[%s] more datagrams held than the kernel could record; some may "
+				 "reach a seqpacket target merged",
+				 f->l->rc->name);
+		f->merge_warned = true;
 	}
-	if (round == SYNC_ROUNDS)
-		log_notice("[%s] datagrams kept arriving during set-up; continuing in the kernel",
-			   f->l->rc->name);
+	do
+		n = recv(f->l->fd, f->buf, len, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/*
+ * Forward what the verdict held while there was no target, then open the gate. The daemon
+ * may set released = held only when everything held so far has been sent: a read that finds
+ * nothing, with held unchanged around it, proves that.
+ */
+static void sync_held(struct dgram_forwarder *f)
+{
+	uint64_t before, after;
+	ssize_t n;
+	int err;
+
+	for (;;) {
+		if (f->pending) {
+			err = send_pending(f);
+			if (err < 0) {
+				retry_later(f, err, "sending to");
+				return;
+			}
+			if (!err) {
+				watch_socket(f, false);
+				watch_target(f, EPOLLOUT);
+				return;
+			}
+		}
+		before = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
+		n = read_held(f);
+		if (n > 0) {
+			f->pending = n;
+			continue;
+		}
+		after = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
+		if (before == after)
+			break;
+	}
+	watch_target(f, EPOLLIN | EPOLLRDHUP);
+	if (!f->gate->open || f->gate->released != after) {
+		__atomic_store_n(&f->gate->released, after, __ATOMIC_RELEASE);
+		__atomic_store_n(&f->gate->open, 1, __ATOMIC_RELEASE);
+		f->opened_usec = now_usec();
+	}
+	if (now_usec() - f->opened_usec < GATE_GRACE_USEC) {
+		watch_socket(f, true);
+		set_timer(f, f->opened_usec + GATE_GRACE_USEC);
+		return;
+	}
+	watch_socket(f, false);
 	f->state = DG_ACTIVE;
 	f->backoff_usec = 0;
-	sd_event_source_set_io_events(f->target_io, EPOLLIN | EPOLLRDHUP);
 }
 
 static void on_connected(struct dgram_forwarder *f)
@@ -219,7 +265,7 @@ static void on_connected(struct dgram_forwarder *f)
 	f->failures = 0;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
 	f->state = DG_SYNC;
-	sync_queue(f);
+	sync_held(f);
 }
 
 /* A datagram redirect has no way back: read what the target sends and count it. */
@@ -227,13 +273,21 @@ static void discard_replies(struct dgram_forwarder *f)
 {
 	ssize_t n;
 
-	while ((n = recv(f->target_fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT)) > 0)
+	while ((n = recv(f->target_fd, f->buf + f->pending, DGRAM_BUF_SIZE - f->pending,
+			 MSG_DONTWAIT)) > 0)
 		f->discarded_bytes += n;
+}
+
+static bool target_gone(struct dgram_forwarder *f)
+{
+	struct pollfd pfd = { .fd = f->target_fd, .events = POLLRDHUP };
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static void dgram_step(struct dgram_forwarder *f)
 {
-	struct pollfd pfd = {.fd = f->target_fd, .events = POLLOUT | POLLRDHUP};
+	struct pollfd pfd = { .fd = f->target_fd, .events = POLLOUT };
 
 	switch (f->state) {
 	case DG_BACKOFF:
@@ -246,12 +300,14 @@ static void dgram_step(struct dgram_forwarder *f)
 			retry_later(f, -ETIMEDOUT, "connect");
 		return;
 	case DG_SYNC:
-		sync_queue(f);
-		return;
 	case DG_ACTIVE:
 		discard_replies(f);
-		if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		if (target_gone(f)) {
 			retry_later(f, -ECONNRESET, "lost");
+			return;
+		}
+		if (f->state == DG_SYNC)
+			sync_held(f);
 		return;
 	}
 }
@@ -273,20 +329,31 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	err = f->buf ? dataplane_slot_alloc(d->dp, &f->slot) : -ENOMEM;
 	if (err)
 		goto out_free;
+	f->gate = dataplane_gate(d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
 	err = dgram_plane_open(d->dp, f->slot, &f->gp);
 	if (err) {
 		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
 		goto out_slot;
 	}
-	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_timer, f);
-	if (err < 0)
+	err = dgram_plane_set_socket(f->gp, l->fd);
+	if (err) {
+		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
+			  l->rc->listen.path);
 		goto out_plane;
+	}
+	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_timer, f);
+	err = err < 0 ? err : sd_event_add_io(d->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
+	if (err < 0)
+		goto out_sources;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
-	log_info("[%s] receiving datagrams on %s", l->rc->name, l->rc->listen.path);
+	watch_socket(f, false);
 	dial(f);
 	*out = f;
 	return 0;
 
+out_sources:
+	sd_event_source_disable_unref(f->timer);
+	sd_event_source_disable_unref(f->sock_io);
 out_plane:
 	dgram_plane_close(f->gp);
 out_slot:
@@ -303,6 +370,7 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 		return;
 	drop_target(f);
 	sd_event_source_disable_unref(f->timer);
+	sd_event_source_disable_unref(f->sock_io);
 	dgram_plane_close(f->gp);
 	dataplane_slot_free(f->d->dp, f->slot);
 	free(f->buf);
@@ -311,14 +379,17 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)
 {
-	static const char *const states[] = {"connecting", "syncing", "open", "backoff"};
+	static const char *const states[] = { "connecting", "syncing", "open", "backoff" };
 	struct vsockmap_counters c;
 
 	memset(info, 0, sizeof(*info));
 	info->id = f->id;
 	info->name = f->l->rc->name;
 	info->state = states[f->state];
+	info->datapath[VSOCKMAP_DIR_TO_TARGET] = "kernel";
+	info->datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
 	info->age_usec = now_usec() - f->started_usec;
+	info->client_rcvq_bytes = -1;
 	info->bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
 	info->packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
 	info->bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;

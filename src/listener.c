@@ -57,18 +57,22 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 			log_errno(LOG_ERR, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
 		return err;
 	}
-	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
+	/* A datagram socket enters the sockhash before anyone may send to it (see dgram_forwarder.c). */
+	if (rc->listen.kind == ADDRESS_UNIX_RECV)
 		err = dgram_forwarder_start(d, l, &l->dgram);
-		if (err)
-			goto out_close;
-		return 0;
-	}
-	err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
+	else
+		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
-		log_errno(LOG_ERR, err, "[%s] watching %s", rc->name, rc->listen.path);
+		log_errno(LOG_ERR, err, "[%s] setting up %s", rc->name, rc->listen.path);
 		goto out_close;
 	}
-	log_info("[%s] listening on %s", rc->name, rc->listen.path);
+	err = unix_listener_publish(&rc->listen, &why);
+	if (err) {
+		log_errno(LOG_ERR, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
+		goto out_close;
+	}
+	log_info("[%s] %s %s", rc->name,
+		 l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path);
 	return 0;
 
 out_close:

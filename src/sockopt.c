@@ -104,18 +104,6 @@ int unix_listener_open(const struct address *addr, const char **why)
 	umask(old_umask);
 	if (r)
 		goto out_close;
-	*why = "chown";
-	if ((addr->has_user || addr->has_group) &&
-	    chown(addr->path, addr->has_user ? addr->user : (uid_t)-1,
-		  addr->has_group ? addr->group : (gid_t)-1)) {
-		r = -errno;
-		goto out_unlink;
-	}
-	*why = "chmod";
-	if (chmod(addr->path, addr->has_mode ? addr->mode : 0666 & ~old_umask)) {
-		r = -errno;
-		goto out_unlink;
-	}
 	*why = "listen";
 	if (type == SOCK_STREAM &&
 	    listen(fd, addr->backlog ? addr->backlog : LISTEN_BACKLOG_DEFAULT)) {
@@ -129,6 +117,22 @@ out_unlink:
 out_close:
 	safe_close(fd);
 	return r;
+}
+
+int unix_listener_publish(const struct address *addr, const char **why)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	*why = "chown";
+	if ((addr->has_user || addr->has_group) &&
+	    chown(addr->path, addr->has_user ? addr->user : (uid_t)-1,
+		  addr->has_group ? addr->group : (gid_t)-1))
+		return -errno;
+	*why = "chmod";
+	if (chmod(addr->path, addr->has_mode ? addr->mode : 0666 & ~mask))
+		return -errno;
+	return 0;
 }
 
 int target_connect_start(const struct address *addr, int *in_progress)

@@ -10,10 +10,14 @@
 
 /*
  * Bind a unix socket of the address's type at its path: create the parent directory, replace
- * a stale socket file only if nothing answers on it, apply mode/user/group. Stream sockets
- * also listen. Returns the fd or -errno; *why names the failing step for the log.
+ * a stale socket file only if nothing answers on it. The file is left mode 0600 until
+ * unix_listener_publish(). Stream sockets also listen. Returns the fd or -errno; *why names
+ * the failing step for the log.
  */
 int unix_listener_open(const struct address *addr, const char **why);
+
+/* Give the socket file its configured owner, group and mode, so clients may connect. */
+int unix_listener_publish(const struct address *addr, const char **why);
 
 /* Start a non-blocking connect to a target. Returns the fd (connected or in progress). */
 int target_connect_start(const struct address *addr, int *in_progress);
