@@ -1,1 +1,0 @@
-#define VSOCKMAP_BPF_SHA256 "66904b0a24086ada1d8eb2e4f9ee2fed01664cc3c854df26911aa4edca195ded"

@@ -1,2 +1,0 @@
-.output-asan/src/address.o: src/address.c src/address.h
-src/address.h:

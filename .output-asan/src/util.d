@@ -1,2 +1,0 @@
-.output-asan/src/util.o: src/util.c src/util.h
-src/util.h:

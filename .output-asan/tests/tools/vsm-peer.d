@@ -1,1 +1,0 @@
-.output-asan/tests/tools/vsm-peer.o: tests/tools/vsm-peer.c
