@@ -38,7 +38,7 @@ COMMON_SRCS	:= src/address.c src/config.c src/log.c src/control_proto.c src/util
 DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
 		   src/sockopt.c src/daemon.c
-CTL_SRCS	:= src/vsockmapctl.c
+CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
 
@@ -89,7 +89,7 @@ $(OUTPUT)/bpf_object_id.h: $(OUTPUT)/bpf-object.sha256
 	$(Q)printf '#define VSOCKMAP_BPF_SHA256 "%s"\n' "$$(cat $<)" > $@.tmp && mv $@.tmp $@
 
 $(OUTPUT)/src/bpf_dataplane.o: $(SKEL)
-$(OUTPUT)/src/daemon.o: $(OUTPUT)/bpf_object_id.h
+$(OUTPUT)/src/daemon.o $(OUTPUT)/src/control_commands.o: $(OUTPUT)/bpf_object_id.h
 
 $(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)
@@ -140,6 +140,7 @@ install: all
 	install -D -m 0755 $(OUTPUT)/vsockmapctl $(DESTDIR)$(BINDIR)/vsockmapctl
 	install -D -m 0644 systemd/vsockmapd.service $(DESTDIR)$(UNITDIR)/vsockmapd.service
 	install -D -m 0644 config/vsockmap.conf $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf
+	install -D -m 0644 completions/vsockmapctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vsockmapctl
 	for m in man/*.[0-9]; do \
 		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
 

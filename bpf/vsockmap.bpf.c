@@ -101,11 +101,12 @@ static __always_inline __u64 sock_cookie(struct sock *sk)
  * receiver is the sender's peer. For vsock and TCP the skb belongs to the receiver.
  * Returns 0 for a unix sender without a peer (a dgram sent with sendto()).
  */
-static __always_inline __u64 receiver_cookie(struct __sk_buff *skb)
+static __always_inline __u64 receiver_cookie(struct __sk_buff *skb, struct sock **unix_receiver)
 {
 	struct bpf_sock *bsk = skb->sk;
 	struct unix_sock *sender;
 
+	*unix_receiver = NULL;
 	if (!bsk)
 		return 0;
 	if (skb->family != AF_UNIX)
@@ -113,7 +114,18 @@ static __always_inline __u64 receiver_cookie(struct __sk_buff *skb)
 	sender = bpf_skc_to_unix_sock(bsk);
 	if (!sender)
 		return 0;
+	*unix_receiver = sender->peer;
 	return sock_cookie(sender->peer);
+}
+
+/*
+ * Bytes the verdict passed up to a unix socket that nobody has read yet. A unix stream skb
+ * stays charged to its sender while it waits in the receiver's own queue; only the psock
+ * queue is charged to the receiver (skb_set_owner_r() in sk_psock_skb_ingress_self()).
+ */
+static __always_inline int held_unread(struct sock *unix_receiver)
+{
+	return unix_receiver ? BPF_CORE_READ(unix_receiver, sk_backlog.rmem_alloc.counter) : 0;
 }
 
 static __always_inline void count(__u32 idx, __u32 len, int what)
@@ -138,19 +150,33 @@ static __always_inline void count(__u32 idx, __u32 len, int what)
  * the verdict passes it up to the socket, counted as held, and the daemon forwards it in
  * order. Returns true when the skb is held.
  */
-static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest)
+static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest,
+					     struct sock *unix_receiver, bool record_len)
 {
+	__u32 len = skb->len;
+
 	struct vsockmap_gate *gate = bpf_map_lookup_elem(&gates, &idx);
 
 	if (!gate)
 		return true;
-	if (gate->open && gate->held == gate->released && *dest &&
+	/*
+	 * held is counted here, before the kernel queues the skb for the daemon: an skb the
+	 * daemon has counted as released may still be on its way into the psock queue. Its
+	 * sender's next skb sees it there (held_unread) and is held behind it.
+	 */
+	if (gate->open && gate->held == gate->released && *dest && !held_unread(unix_receiver) &&
 	    bpf_sk_redirect_hash(skb, &egress, dest, 0) == SK_PASS) {
-		count(idx, skb->len, -1);
+		count(idx, len, -1);
 		return false;
 	}
-	__sync_fetch_and_add(&gate->held, skb->len);
-	count(idx, skb->len, SK_PASS);
+	/*
+	 * A datagram's length goes in before held grows: the daemon treats a non-empty length
+	 * queue as "held, not yet read", which covers the moment before the skb is queued.
+	 */
+	if (record_len && bpf_map_push_elem(&dgram_held_lens, &len, 0))
+		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
+	__sync_fetch_and_add(&gate->held, len);
+	count(idx, len, SK_PASS);
 	return true;
 }
 
@@ -158,14 +184,15 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 SEC("sk_skb")
 int vsockmap_verdict(struct __sk_buff *skb)
 {
-	__u64 key = receiver_cookie(skb);
+	struct sock *unix_receiver;
+	__u64 key = receiver_cookie(skb, &unix_receiver);
 	struct vsockmap_link *link;
 
 	link = bpf_map_lookup_elem(&links, &key);
 	if (!link)
 		return SK_PASS; /* not ours, or not yet linked: leave it to the socket */
 	redirect_or_hold(skb, link->slot * VSOCKMAP_NR_DIRS + (link->dir & 1),
-			 &link->partner_cookie);
+			 &link->partner_cookie, unix_receiver, false);
 	return SK_PASS;
 }
 
@@ -176,12 +203,11 @@ int vsockmap_verdict(struct __sk_buff *skb)
 SEC("sk_skb")
 int vsockmap_dgram_verdict(struct __sk_buff *skb)
 {
-	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0, len = skb->len;
+	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0;
 	__u64 *target = bpf_map_lookup_elem(&dgram_target, &zero);
 
-	if (target && redirect_or_hold(skb, idx, target) &&
-	    bpf_map_push_elem(&dgram_held_lens, &len, 0))
-		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
+	if (target)
+		redirect_or_hold(skb, idx, target, NULL, true);
 	return SK_PASS;
 }
 

@@ -363,9 +363,18 @@ int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie)
 	return 0;
 }
 
-int dgram_plane_pop_len(struct dgram_plane *gp, uint32_t *len)
+int dgram_plane_peek_len(struct dgram_plane *gp, uint32_t *len)
 {
-	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(gp->skel->maps.dgram_held_lens), NULL, len))
+	if (bpf_map_lookup_elem(bpf_map__fd(gp->skel->maps.dgram_held_lens), NULL, len))
+		return -errno;
+	return 0;
+}
+
+int dgram_plane_pop_len(struct dgram_plane *gp)
+{
+	uint32_t len;
+
+	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(gp->skel->maps.dgram_held_lens), NULL, &len))
 		return -errno;
 	return 0;
 }

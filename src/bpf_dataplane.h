@@ -55,7 +55,11 @@ void dgram_plane_close(struct dgram_plane *gp);
 int dgram_plane_set_socket(struct dgram_plane *gp, int fd);
 /* Where datagrams go: a destination added with dataplane_add_destination(); 0 for none. */
 int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie);
-/* Length of the oldest datagram the verdict held for the daemon; -ENOENT if none recorded. */
-int dgram_plane_pop_len(struct dgram_plane *gp, uint32_t *len);
+/*
+ * Length of the oldest datagram the verdict held for the daemon, -ENOENT if none is recorded:
+ * peek it before reading the datagram, pop it once read.
+ */
+int dgram_plane_peek_len(struct dgram_plane *gp, uint32_t *len);
+int dgram_plane_pop_len(struct dgram_plane *gp);
 
 #endif

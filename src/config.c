@@ -11,6 +11,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <unistd.h>
 #include <ini.h>
 
 #include "config.h"
@@ -36,9 +38,18 @@ enum section_kind {
 	SECTION_REDIRECT, /* the last entry of loader.redirects */
 };
 
-enum daemon_key { KEY_CONTROL, KEY_CONNECT_TIMEOUT, KEY_SNDBUF, KEY_DRAIN_TIMEOUT, KEY_LOG_LEVEL };
+enum daemon_key {
+	KEY_CONTROL,
+	KEY_CONTROL_MODE,
+	KEY_CONTROL_GROUP,
+	KEY_CONNECT_TIMEOUT,
+	KEY_SNDBUF,
+	KEY_DRAIN_TIMEOUT,
+	KEY_LOG_LEVEL
+};
 static const char *const daemon_keys[] = {
-    "control", "connect-timeout", "sndbuf", "drain-timeout", "log-level",
+    "control", "control-mode",	"control-group", "connect-timeout",
+    "sndbuf",  "drain-timeout", "log-level",
 };
 
 enum redirect_key { KEY_LISTEN, KEY_CONNECT };
@@ -71,6 +82,7 @@ struct loader {
 	unsigned int key_lines[N_DAEMON_KEYS]; /* where each key of the section was set */
 	unsigned int daemon_line;	       /* header of [daemon], 0 if none yet */
 	unsigned int control_line;
+	unsigned int control_mode_line; /* where control-mode= was set, 0 if not */
 
 	struct daemon_config daemon;
 	struct redirect_config *redirects;
@@ -132,8 +144,9 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 				    hint);
 	if (ld->section == SECTION_DAEMON)
 		return loader_error(ld, ld->line,
-				    "unknown key \"%s\" (valid keys in [daemon]: "
-				    "control, connect-timeout, sndbuf, drain-timeout, log-level)",
+				    "unknown key \"%s\" (valid keys in [daemon]: control, "
+				    "control-mode, control-group, connect-timeout, sndbuf, "
+				    "drain-timeout, log-level)",
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
@@ -197,6 +210,74 @@ static int parse_log_level(struct loader *ld, const char *text)
 	    text, hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
 }
 
+/* "0660": the control socket's file mode; no setuid, setgid or sticky bits. */
+static int parse_control_mode(struct loader *ld, const char *text)
+{
+	unsigned int v = 0;
+	const char *p;
+
+	for (p = text; *p >= '0' && *p <= '7'; p++)
+		v = v > 07777 ? v : v * 8 + (unsigned int)(*p - '0');
+	if (*p || p == text)
+		return loader_error(ld, ld->line,
+				    "control-mode \"%s\" is not an octal file mode (e.g. 0660)",
+				    text);
+	if (v > 0777)
+		return loader_error(
+		    ld, ld->line, "control-mode %s has bits beyond 0777 (setuid, setgid or sticky)",
+		    text);
+	ld->daemon.control_mode = v;
+	ld->control_mode_line = ld->line;
+	return 0;
+}
+
+/* control-group = NAME or GID, resolved now so that a typo fails at load time. */
+static int parse_control_group(struct loader *ld, const char *text)
+{
+	long hint = sysconf(_SC_GETGR_R_SIZE_MAX);
+	size_t size = hint > 0 ? (size_t)hint : 16384;
+	struct group gr, *res = NULL;
+	unsigned long v;
+	char *buf, *end;
+	int r;
+
+	if (strlen(text) >= sizeof(ld->daemon.control_group_name))
+		return loader_error(ld, ld->line, "control-group \"%s\" is too long", text);
+	if (isdigit((unsigned char)text[0])) {
+		errno = 0;
+		v = strtoul(text, &end, 10);
+		if (*end || errno || v >= (gid_t)-1)
+			return loader_error(
+			    ld, ld->line, "control-group \"%s\" is neither a group name nor a GID",
+			    text);
+		ld->daemon.control_group = (gid_t)v;
+		goto found;
+	}
+	for (;;) {
+		buf = malloc(size);
+		if (!buf)
+			return loader_io_error(ld, "cannot load", ENOMEM);
+		r = getgrnam_r(text, &gr, buf, size, &res);
+		if (r != ERANGE || size >= 1 << 20)
+			break;
+		free(buf);
+		size *= 2;
+	}
+	free(buf);
+	if (!res) {
+		if (r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM)
+			return loader_error(ld, ld->line, "control-group: unknown group \"%s\"",
+					    text);
+		return loader_error(ld, ld->line, "control-group: cannot look up group \"%s\": %s",
+				    text, strerror(r));
+	}
+	ld->daemon.control_group = gr.gr_gid;
+found:
+	ld->daemon.has_control_group = true;
+	memcpy(ld->daemon.control_group_name, text, strlen(text) + 1);
+	return 0;
+}
+
 static int daemon_key(struct loader *ld, const char *name, const char *value)
 {
 	char msg[MSG_MAX];
@@ -213,6 +294,10 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		memcpy(ld->daemon.control_path, value, strlen(value) + 1);
 		ld->control_line = ld->line;
 		break;
+	case KEY_CONTROL_MODE:
+		return parse_control_mode(ld, value);
+	case KEY_CONTROL_GROUP:
+		return parse_control_group(ld, value);
 	case KEY_CONNECT_TIMEOUT:
 		r = address_parse_seconds(name, value, false, &ld->daemon.connect_timeout_ms, msg,
 					  sizeof(msg));
@@ -467,6 +552,14 @@ static int finish(struct loader *ld)
 			return loader_error(ld, ld->listen_lines[i],
 					    "listen path %s is also the daemon's control socket",
 					    ld->daemon.control_path);
+	/* connect() on a unix socket file needs write permission on it. */
+	if (ld->daemon.has_control_group && !ld->control_mode_line)
+		ld->daemon.control_mode = CONFIG_DEFAULT_CONTROL_GROUP_MODE;
+	if (ld->daemon.has_control_group && !(ld->daemon.control_mode & 0020))
+		return loader_error(ld, ld->control_mode_line,
+				    "control-mode %04o does not let group %s connect (connecting "
+				    "needs write permission: use 0660)",
+				    ld->daemon.control_mode, ld->daemon.control_group_name);
 	return 0;
 }
 
@@ -490,6 +583,7 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen)
 
 	memcpy(ld.daemon.control_path, CONFIG_DEFAULT_CONTROL_PATH,
 	       sizeof(CONFIG_DEFAULT_CONTROL_PATH));
+	ld.daemon.control_mode = CONFIG_DEFAULT_CONTROL_MODE;
 	ld.daemon.connect_timeout_ms = DEFAULT_CONNECT_MS;
 	ld.daemon.sndbuf = DEFAULT_SNDBUF;
 	ld.daemon.drain_timeout_ms = DEFAULT_DRAIN_MS;

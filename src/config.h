@@ -4,13 +4,18 @@
 #define VSOCKMAP_CONFIG_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "address.h"
 
 #define CONFIG_DEFAULT_PATH	    "/etc/vsockmap/vsockmap.conf"
 #define CONFIG_DEFAULT_CONTROL_PATH "/run/vsockmap/control.sock"
 #define CONFIG_NAME_MAX		    64
+/* control-mode= without control-group=, and with it. */
+#define CONFIG_DEFAULT_CONTROL_MODE	  0600
+#define CONFIG_DEFAULT_CONTROL_GROUP_MODE 0660
 
 struct redirect_config {
 	char name[CONFIG_NAME_MAX]; /* the section name */
@@ -21,7 +26,11 @@ struct redirect_config {
 
 struct daemon_config {
 	char control_path[ADDRESS_PATH_MAX]; /* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
-	unsigned int connect_timeout_ms;     /* connect-timeout= seconds; default 5 s */
+	unsigned int control_mode;	     /* control-mode= octal, at most 0777 */
+	bool has_control_group;		     /* control-group= set: its members may connect */
+	gid_t control_group;
+	char control_group_name[CONFIG_NAME_MAX]; /* as written: a name or a number */
+	unsigned int connect_timeout_ms;	  /* connect-timeout= seconds; default 5 s */
 	unsigned int sndbuf; /* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
 	unsigned int drain_timeout_ms; /* drain-timeout= seconds; default 10 s */
 	int log_level;		       /* log-level= err|warning|notice|info|debug */

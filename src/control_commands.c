@@ -1,90 +1,602 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The daemon's answers to control requests (docs/control-protocol.md). */
+/*
+ * The daemon's answers to control requests. docs/control-protocol.md documents every member
+ * built here; tests/unit/test_ctl_output.c checks the CLI against those tables, so a member
+ * added here is added there too.
+ */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
+#include "bpf_object_id.h"
 #include "control_commands.h"
+#include "control_proto.h"
+#include "control_server.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
+#include "log.h"
 #include "redirect.h"
+#include "util.h"
+
+#define LOCKDOWN_PATH "/sys/kernel/security/lockdown"
+#define BTF_PATH      "/sys/kernel/btf/vmlinux"
+
+struct command {
+	const char *name;
+	int (*func)(struct daemon *d, const struct control_peer *peer, struct json_object *request,
+		    struct json_object *response, char **error_text);
+};
+
+/* ---- building blocks ------------------------------------------------------------------- */
+
+static void add(struct json_object *o, const char *key, struct json_object *value)
+{
+	json_object_object_add(o, key, value);
+}
+
+static void add_string(struct json_object *o, const char *key, const char *s)
+{
+	add(o, key, s ? json_object_new_string(s) : NULL);
+}
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v)
+{
+	add(o, key, json_object_new_uint64(v));
+}
+
+static void add_address(struct json_object *o, const char *key, const struct address *a)
+{
+	char buf[160];
+
+	if (address_format(a, buf, sizeof(buf)) < 0)
+		snprintf(buf, sizeof(buf), "%s", address_kind_name(a->kind));
+	add_string(o, key, buf);
+}
+
+/* "0660", the way chmod(1) and ls -l readers think of modes. */
+static struct json_object *mode_string(unsigned int mode)
+{
+	char buf[8];
+
+	snprintf(buf, sizeof(buf), "%04o", mode & 07777);
+	return json_object_new_string(buf);
+}
+
+static int set_error(char **error_text, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_error(char **error_text, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(error_text, fmt, ap) < 0)
+		*error_text = NULL;
+	va_end(ap);
+	return -err;
+}
+
+static bool is_dgram(const struct listener *l)
+{
+	return l->rc->listen.kind == ADDRESS_UNIX_RECV;
+}
+
+static const char *datapath_name(const struct redirect_info *info, int dir)
+{
+	if (info->datapath[dir])
+		return info->datapath[dir];
+	/* A UNIX-RECV pseudo-redirect: datagrams go through the kernel, nothing comes back. */
+	return dir == VSOCKMAP_DIR_TO_TARGET ? "kernel" : "none";
+}
+
+/* ---- redirects ----------------------------------------------------------------------- */
 
 static struct json_object *redirect_json(const struct redirect_info *info,
 					 const struct redirect_config *rc)
 {
 	struct json_object *o = json_object_new_object(), *client = NULL;
-	char buf[160];
 
-	json_object_object_add(o, "id", json_object_new_uint64(info->id));
-	json_object_object_add(o, "name", json_object_new_string(info->name));
-	address_format(&rc->listen, buf, sizeof(buf));
-	json_object_object_add(o, "listen", json_object_new_string(buf));
-	address_format(&rc->connect, buf, sizeof(buf));
-	json_object_object_add(o, "target", json_object_new_string(buf));
+	add_u64(o, "id", info->id);
+	add_string(o, "name", info->name);
+	add_address(o, "listen", &rc->listen);
+	add_address(o, "target", &rc->connect);
 	if (info->client.pid) {
 		client = json_object_new_object();
-		json_object_object_add(client, "pid", json_object_new_int(info->client.pid));
-		json_object_object_add(client, "uid", json_object_new_int64(info->client.uid));
-		json_object_object_add(client, "gid", json_object_new_int64(info->client.gid));
+		add_u64(client, "pid", (uint64_t)info->client.pid);
+		add_u64(client, "uid", info->client.uid);
+		add_u64(client, "gid", info->client.gid);
 		if (info->comm[0])
-			json_object_object_add(client, "comm", json_object_new_string(info->comm));
+			add_string(client, "comm", info->comm);
 	}
-	json_object_object_add(o, "client", client);
-	json_object_object_add(o, "datapath", json_object_new_string("kernel"));
-	json_object_object_add(o, "state", json_object_new_string(info->state));
-	json_object_object_add(o, "age_ms", json_object_new_uint64(info->age_usec / 1000));
-	json_object_object_add(o, "bytes_out",
-			       json_object_new_uint64(info->bytes[VSOCKMAP_DIR_TO_TARGET]));
-	json_object_object_add(o, "packets_out",
-			       json_object_new_uint64(info->packets[VSOCKMAP_DIR_TO_TARGET]));
-	json_object_object_add(o, "bytes_in",
-			       json_object_new_uint64(info->bytes[VSOCKMAP_DIR_TO_CLIENT]));
-	json_object_object_add(o, "packets_in",
-			       json_object_new_uint64(info->packets[VSOCKMAP_DIR_TO_CLIENT]));
+	add(o, "client", client);
+	add_string(o, "datapath", datapath_name(info, VSOCKMAP_DIR_TO_TARGET));
+	add_string(o, "datapath_in", datapath_name(info, VSOCKMAP_DIR_TO_CLIENT));
+	add_string(o, "state", info->state);
+	add_u64(o, "age_ms", info->age_usec / USEC_PER_MSEC);
+	add_u64(o, "bytes_out", info->bytes[VSOCKMAP_DIR_TO_TARGET]);
+	add_u64(o, "packets_out", info->packets[VSOCKMAP_DIR_TO_TARGET]);
+	add_u64(o, "bytes_in", info->bytes[VSOCKMAP_DIR_TO_CLIENT]);
+	add_u64(o, "packets_in", info->packets[VSOCKMAP_DIR_TO_CLIENT]);
+	add(o, "client_cookie", info->cookie[0] ? json_object_new_uint64(info->cookie[0]) : NULL);
+	add(o, "target_cookie", info->cookie[1] ? json_object_new_uint64(info->cookie[1]) : NULL);
+	add(o, "target_backlog_skbs",
+	    info->has_queues ? json_object_new_uint64(info->target_backlog_skbs) : NULL);
+	add(o, "client_rcvq_bytes",
+	    info->client_rcvq_bytes >= 0 && info->client.pid
+		? json_object_new_uint64((uint64_t)info->client_rcvq_bytes)
+		: NULL);
 	return o;
 }
 
-static int cmd_list(struct daemon *d, struct json_object *request, struct json_object *response)
+/*
+ * Every live redirect, datagram listeners first (in configuration order), then stream
+ * redirects, newest first. fn returns non-zero to stop.
+ */
+static void for_each_redirect(struct daemon *d,
+			      int (*fn)(void *ctx, const struct redirect_info *info,
+					struct redirect *r, struct listener *l),
+			      void *ctx)
 {
-	struct json_object *arr = json_object_new_array(), *filter;
-	const char *name = NULL;
 	struct redirect_info info;
 	struct redirect *r;
 	size_t i;
 
-	if (json_object_object_get_ex(request, "name", &filter))
-		name = json_object_get_string(filter);
 	for (i = 0; i < d->n_listeners; i++) {
 		struct listener *l = &d->listeners[i];
 
-		if (!l->dgram || (name && strcmp(name, l->rc->name)))
+		if (!l->dgram)
 			continue;
 		dgram_forwarder_get_info(l->dgram, &info);
-		json_object_array_add(arr, redirect_json(&info, l->rc));
+		if (fn(ctx, &info, NULL, l))
+			return;
 	}
 	for (r = d->redirects; r; r = redirect_next(r)) {
-		redirect_get_info(r, &info);
-		if (name && strcmp(name, info.name))
-			continue;
-		json_object_array_add(arr, redirect_json(&info, redirect_listener(r)->rc));
+		redirect_get_info(r, &info, false);
+		if (fn(ctx, &info, r, redirect_listener(r)))
+			return;
 	}
-	json_object_object_add(response, "redirects", arr);
+}
+
+struct list_ctx {
+	const char *name;
+	struct json_object *arr;
+};
+
+static int list_one(void *ctx, const struct redirect_info *info, struct redirect *r,
+		    struct listener *l)
+{
+	struct list_ctx *c = ctx;
+
+	(void)r;
+	if (!c->name || !strcmp(c->name, l->rc->name))
+		json_object_array_add(c->arr, redirect_json(info, l->rc));
 	return 0;
 }
 
-int control_commands_handle(void *userdata, const char *command, struct json_object *request,
-		      struct json_object **response, char **error_text)
+static int cmd_list(struct daemon *d, const struct control_peer *peer, struct json_object *request,
+		    struct json_object *response, char **error_text)
 {
-	struct daemon *d = userdata;
-	int err;
+	struct list_ctx c = {.arr = json_object_new_array()};
+	struct json_object *filter;
 
-	(void)error_text;
-	*response = json_object_new_object();
-	if (!strcmp(command, "list"))
-		err = cmd_list(d, request, *response);
-	else
-		err = -EOPNOTSUPP;
-	return err;
+	(void)peer;
+	if (json_object_object_get_ex(request, "name", &filter) && filter) {
+		if (!json_object_is_type(filter, json_type_string)) {
+			json_object_put(c.arr);
+			return set_error(error_text, EINVAL, "\"name\" must be a string");
+		}
+		c.name = json_object_get_string(filter);
+	}
+	for_each_redirect(d, list_one, &c);
+	add(response, "redirects", c.arr);
+	return 0;
 }
 
+/* The request's "id": a positive integer. */
+static int request_id(struct json_object *request, const char *command, uint64_t *id,
+		      char **error_text)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(request, "id", &v) || !json_object_is_type(v, json_type_int))
+		return set_error(error_text, EINVAL, "%s needs an integer member \"id\"", command);
+	/* json-c gives 0 for a negative number here. */
+	*id = json_object_get_uint64(v);
+	if (*id == 0)
+		return set_error(error_text, EINVAL, "%s: \"id\" must be positive", command);
+	return 0;
+}
+
+struct find_ctx {
+	uint64_t id;
+	struct redirect_info info;
+	struct redirect *r;
+	struct listener *l;
+};
+
+static int find_one(void *ctx, const struct redirect_info *info, struct redirect *r,
+		    struct listener *l)
+{
+	struct find_ctx *c = ctx;
+
+	if (info->id != c->id)
+		return 0;
+	c->info = *info;
+	c->r = r;
+	c->l = l;
+	return 1;
+}
+
+static int find_redirect(struct daemon *d, const char *command, struct json_object *request,
+			 struct find_ctx *c, char **error_text)
+{
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	r = request_id(request, command, &c->id, error_text);
+	if (r < 0)
+		return r;
+	for_each_redirect(d, find_one, c);
+	if (!c->l)
+		return set_error(error_text, ENOENT, "no redirect with id %" PRIu64, c->id);
+	return 0;
+}
+
+static int cmd_show(struct daemon *d, const struct control_peer *peer, struct json_object *request,
+		    struct json_object *response, char **error_text)
+{
+	struct find_ctx c;
+	int r;
+
+	(void)peer;
+	r = find_redirect(d, "show", request, &c, error_text);
+	if (r < 0)
+		return r;
+	if (c.r)
+		redirect_get_info(c.r, &c.info, true); /* with the kernel queue lengths */
+	add(response, "redirect", redirect_json(&c.info, c.l->rc));
+	return 0;
+}
+
+static int cmd_close(struct daemon *d, const struct control_peer *peer, struct json_object *request,
+		     struct json_object *response, char **error_text)
+{
+	struct json_object *snapshot;
+	struct find_ctx c;
+	int r;
+
+	r = find_redirect(d, "close", request, &c, error_text);
+	if (r < 0)
+		return r;
+	if (!c.r)
+		return set_error(error_text, EINVAL,
+				 "redirect %" PRIu64 " is the datagram listener [%s]; it closes "
+				 "with the daemon",
+				 c.id, c.l->rc->name);
+	log_info("[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", c.l->rc->name,
+		 c.id, (unsigned int)peer->uid, (int)peer->pid);
+	/* The snapshot first: redirect_request_close() may free the redirect at once. */
+	snapshot = redirect_json(&c.info, c.l->rc);
+	add_string(snapshot, "state", "closing");
+	redirect_request_close(c.r);
+	add(response, "redirect", snapshot);
+	return 0;
+}
+
+/* ---- listeners and totals ---------------------------------------------------------------- */
+
+struct listener_totals {
+	uint64_t bytes[VSOCKMAP_NR_DIRS];
+	uint64_t packets[VSOCKMAP_NR_DIRS];
+};
+
+struct totals_ctx {
+	struct daemon *d;
+	struct listener_totals *t; /* one per listener */
+};
+
+static int add_live(void *ctx, const struct redirect_info *info, struct redirect *r,
+		    struct listener *l)
+{
+	struct totals_ctx *c = ctx;
+	struct listener_totals *t = &c->t[l - c->d->listeners];
+	int dir;
+
+	(void)r;
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		t->bytes[dir] += info->bytes[dir];
+		t->packets[dir] += info->packets[dir];
+	}
+	return 0;
+}
+
+/* Bytes and packets since start, per listener: closed redirects plus live ones. */
+static struct listener_totals *listener_totals(struct daemon *d)
+{
+	struct totals_ctx c = {.d = d, .t = calloc(d->n_listeners + 1, sizeof(*c.t))};
+	size_t i;
+	int dir;
+
+	if (!c.t)
+		return NULL;
+	for (i = 0; i < d->n_listeners; i++)
+		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+			c.t[i].bytes[dir] = d->listeners[i].closed_bytes[dir];
+			c.t[i].packets[dir] = d->listeners[i].closed_packets[dir];
+		}
+	for_each_redirect(d, add_live, &c);
+	return c.t;
+}
+
+/* A UNIX-RECV listener has one pseudo-redirect and accepts nothing. */
+static uint64_t listener_live(const struct listener *l)
+{
+	return is_dgram(l) ? 1 : l->live;
+}
+
+static void add_connection_counts(struct json_object *o, const struct listener *l)
+{
+	bool dgram = is_dgram(l);
+
+	add(o, "accepted", dgram ? NULL : json_object_new_uint64(l->accepted));
+	/* Turned away by a connection limit: none exists yet. */
+	add(o, "refused", dgram ? NULL : json_object_new_uint64(0));
+	add(o, "failed", dgram ? NULL : json_object_new_uint64(l->failed));
+	add_u64(o, "live", listener_live(l));
+}
+
+static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
+			 struct json_object *request, struct json_object *response,
+			 char **error_text)
+{
+	struct json_object *arr = json_object_new_array();
+	size_t i;
+
+	(void)peer;
+	(void)request;
+	(void)error_text;
+	for (i = 0; i < d->n_listeners; i++) {
+		const struct listener *l = &d->listeners[i];
+		struct json_object *o = json_object_new_object();
+		struct stat st;
+		bool ok;
+
+		add_string(o, "name", l->rc->name);
+		add_address(o, "listen", &l->rc->listen);
+		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
+		add_string(o, "path", l->rc->listen.path);
+		/* What is on disk now, not what was configured: someone may have changed it. */
+		ok = stat(l->rc->listen.path, &st) == 0;
+		add(o, "mode", ok ? mode_string(st.st_mode) : NULL);
+		add(o, "uid", ok ? json_object_new_uint64(st.st_uid) : NULL);
+		add(o, "gid", ok ? json_object_new_uint64(st.st_gid) : NULL);
+		add_connection_counts(o, l);
+		add(o, "limit", NULL);
+		json_object_array_add(arr, o);
+	}
+	add(response, "listeners", arr);
+	return 0;
+}
+
+static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct json_object *request,
+		     struct json_object *response, char **error_text)
+{
+	struct json_object *stats, *arr;
+	struct listener_totals *t, sum = {};
+	uint64_t accepted = 0, failed = 0, live = 0;
+	size_t i;
+	int dir;
+
+	(void)peer;
+	(void)request;
+	(void)error_text;
+	t = listener_totals(d);
+	if (!t)
+		return -ENOMEM;
+	stats = json_object_new_object();
+	arr = json_object_new_array();
+	add_u64(stats, "uptime_ms", (now_usec() - d->started_usec) / USEC_PER_MSEC);
+	for (i = 0; i < d->n_listeners; i++) {
+		const struct listener *l = &d->listeners[i];
+		struct json_object *o = json_object_new_object();
+
+		add_string(o, "name", l->rc->name);
+		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
+		add_connection_counts(o, l);
+		add_u64(o, "bytes_out", t[i].bytes[VSOCKMAP_DIR_TO_TARGET]);
+		add_u64(o, "packets_out", t[i].packets[VSOCKMAP_DIR_TO_TARGET]);
+		add_u64(o, "bytes_in", t[i].bytes[VSOCKMAP_DIR_TO_CLIENT]);
+		add_u64(o, "packets_in", t[i].packets[VSOCKMAP_DIR_TO_CLIENT]);
+		json_object_array_add(arr, o);
+		if (!is_dgram(l)) {
+			accepted += l->accepted;
+			failed += l->failed;
+		}
+		live += listener_live(l);
+		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+			sum.bytes[dir] += t[i].bytes[dir];
+			sum.packets[dir] += t[i].packets[dir];
+		}
+	}
+	add_u64(stats, "accepted", accepted);
+	add_u64(stats, "refused", 0);
+	add_u64(stats, "failed", failed);
+	add_u64(stats, "live", live);
+	add_u64(stats, "bytes_out", sum.bytes[VSOCKMAP_DIR_TO_TARGET]);
+	add_u64(stats, "packets_out", sum.packets[VSOCKMAP_DIR_TO_TARGET]);
+	add_u64(stats, "bytes_in", sum.bytes[VSOCKMAP_DIR_TO_CLIENT]);
+	add_u64(stats, "packets_in", sum.packets[VSOCKMAP_DIR_TO_CLIENT]);
+	add_u64(stats, "late_inserts", d->late_inserts);
+	add(stats, "listeners", arr);
+	add(response, "stats", stats);
+	free(t);
+	return 0;
+}
+
+/* ---- status -------------------------------------------------------------------------- */
+
+/* The active level in "none [integrity] confidentiality"; NULL when the file is unreadable. */
+static struct json_object *lockdown_level(void)
+{
+	char buf[128], *lb, *rb;
+	ssize_t n;
+	int fd;
+
+	fd = open(LOCKDOWN_PATH, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	lb = strchr(buf, '[');
+	rb = lb ? strchr(lb, ']') : NULL;
+	if (!rb)
+		return NULL;
+	*rb = '\0';
+	return json_object_new_string(lb + 1);
+}
+
+static struct json_object *iterator_error(const struct dataplane_features *f)
+{
+	char buf[128];
+
+	if (f->iterator)
+		return NULL;
+	if (f->iterator_error == -ECANCELED)
+		return json_object_new_string("not loaded: --drain=timed");
+	if (f->iterator_error == -EPERM)
+		return json_object_new_string("refused by the kernel: EPERM (lockdown?)");
+	snprintf(buf, sizeof(buf), "%s", strerror(-f->iterator_error));
+	return json_object_new_string(buf);
+}
+
+static int cmd_status(struct daemon *d, const struct control_peer *peer,
+		      struct json_object *request, struct json_object *response, char **error_text)
+{
+	const struct dataplane_features *f = dataplane_features(d->dp);
+	struct json_object *status, *control, *kernel, *arr;
+	const struct daemon_config *dc = &d->cfg.daemon;
+	struct redirect_info info;
+	struct utsname uts = {};
+	char path[PATH_MAX];
+	size_t i;
+
+	(void)peer;
+	(void)request;
+	(void)error_text;
+	uname(&uts);
+	status = json_object_new_object();
+	add_string(status, "version", VSOCKMAP_VERSION);
+	add_u64(status, "pid", (uint64_t)getpid());
+	add_u64(status, "uptime_ms", (now_usec() - d->started_usec) / USEC_PER_MSEC);
+	/* An absolute path, whatever the daemon was started with. */
+	add_string(status, "config", realpath(d->cfg.path, path) ? path : d->cfg.path);
+
+	control = json_object_new_object();
+	add_string(control, "path", dc->control_path);
+	add(control, "mode", mode_string(dc->control_mode));
+	add_string(control, "group", dc->has_control_group ? dc->control_group_name : NULL);
+	add(status, "control", control);
+
+	kernel = json_object_new_object();
+	add_string(kernel, "release", uts.release);
+	/* The daemon only runs with its data path loaded, which needs vsock in sockmap (6.4). */
+	add(kernel, "vsock_sockmap", json_object_new_boolean(d->dp != NULL));
+	add(kernel, "lockdown", lockdown_level());
+	add(kernel, "iterator", json_object_new_boolean(f->iterator));
+	add(kernel, "iterator_error", iterator_error(f));
+	add_string(kernel, "btf", access(BTF_PATH, R_OK) == 0 ? BTF_PATH : NULL);
+	add_string(kernel, "bpf_object_sha256", VSOCKMAP_BPF_SHA256);
+	add(status, "kernel", kernel);
+	add_string(status, "drain", f->iterator ? "iterator" : "timed");
+
+	arr = json_object_new_array();
+	for (i = 0; i < d->n_listeners; i++) {
+		const struct listener *l = &d->listeners[i];
+		struct json_object *o = json_object_new_object();
+
+		add_string(o, "name", l->rc->name);
+		add_address(o, "listen", &l->rc->listen);
+		add_address(o, "target", &l->rc->connect);
+		if (l->dgram) {
+			dgram_forwarder_get_info(l->dgram, &info);
+		} else {
+			/* Every stream redirect starts so (redirect.c): in is carried by us. */
+			memset(&info, 0, sizeof(info));
+			info.datapath[VSOCKMAP_DIR_TO_TARGET] = "kernel";
+			info.datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
+		}
+		add_string(o, "datapath", datapath_name(&info, VSOCKMAP_DIR_TO_TARGET));
+		add_string(o, "datapath_in", datapath_name(&info, VSOCKMAP_DIR_TO_CLIENT));
+		json_object_array_add(arr, o);
+	}
+	add(status, "listeners", arr);
+	add_u64(status, "redirects", d->n_redirects);
+	add_u64(status, "late_inserts", d->late_inserts);
+	add(response, "status", status);
+	return 0;
+}
+
+static int cmd_reload(struct daemon *d, const struct control_peer *peer,
+		      struct json_object *request, struct json_object *response, char **error_text)
+{
+	(void)d;
+	(void)peer;
+	(void)request;
+	(void)response;
+	return set_error(error_text, EOPNOTSUPP,
+			 "reload is not supported yet: restart vsockmapd to apply a changed "
+			 "configuration");
+}
+
+/* ---- dispatch -------------------------------------------------------------------------- */
+
+static const struct command commands[] = {
+    {"list", cmd_list},	    {"show", cmd_show},	    {"listeners", cmd_listeners},
+    {"stats", cmd_stats},   {"status", cmd_status}, {"close", cmd_close},
+    {"reload", cmd_reload},
+};
+
+static int handle(void *userdata, const struct control_peer *peer, const char *command,
+		  struct json_object *request, struct json_object **response, char **error_text)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (strcmp(command, commands[i].name))
+			continue;
+		*response = json_object_new_object();
+		if (!*response)
+			return -ENOMEM;
+		return commands[i].func(userdata, peer, request, *response, error_text);
+	}
+	return -EOPNOTSUPP;
+}
+
+static int access_policy(void *userdata, struct control_access *access)
+{
+	const struct daemon_config *dc = &((struct daemon *)userdata)->cfg.daemon;
+
+	access->mode = dc->control_mode;
+	access->has_group = dc->has_control_group;
+	access->group = dc->control_group;
+	snprintf(access->group_name, sizeof(access->group_name), "%s", dc->control_group_name);
+	return 0;
+}
+
+const struct control_handler control_commands = {
+    .access = access_policy,
+    .handle = handle,
+};

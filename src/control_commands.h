@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The daemon's answers to control requests: a control_handler_t over struct daemon. */
+/*
+ * The daemon's answers to control requests (list, show, listeners, stats, status, close,
+ * reload) and its access policy, as a control_handler over struct daemon.
+ */
 #ifndef VSOCKMAP_CONTROL_COMMANDS_H
 #define VSOCKMAP_CONTROL_COMMANDS_H
 
-struct json_object;
+#include "control_server.h"
 
 /* userdata is the struct daemon. */
-int control_commands_handle(void *userdata, const char *command, struct json_object *request,
-			    struct json_object **response, char **error_text);
+extern const struct control_handler control_commands;
 
 #endif

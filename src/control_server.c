@@ -40,8 +40,7 @@ struct control_conn {
 	int fd;
 	sd_event_source *io;
 	uint64_t id;
-	pid_t pid;
-	uid_t uid;
+	struct control_peer peer;
 	struct line_buffer in;
 	char *out; /* answer not yet fully sent */
 	size_t out_len, out_off;
@@ -56,8 +55,9 @@ struct control_server {
 	ino_t ino; /* never unlinks a successor's socket */
 	sd_event_source *listen_io;
 	sd_event_source *accept_retry;
-	control_handler_t handler;
+	const struct control_handler *handler;
 	void *userdata;
+	struct control_access access;
 	struct control_conn *conns;
 	unsigned int n_conns;
 	uint64_t next_conn_id;
@@ -207,10 +207,10 @@ static int conn_handle_line(struct control_conn *conn, const char *line, size_t 
 		goto out;
 	}
 	command = json_object_get_string(cmd);
-	log_debug("control client %" PRIu64 " (pid %d): %.*s", conn->id, (int)conn->pid,
+	log_debug("control client %" PRIu64 " (pid %d): %.*s", conn->id, (int)conn->peer.pid,
 		  COMMAND_SHOW_MAX, command);
 
-	r = srv->handler(srv->userdata, command, req, &payload, &error_text);
+	r = srv->handler->handle(srv->userdata, &conn->peer, command, req, &payload, &error_text);
 	if (r < 0) {
 		const char *text = error_text;
 
@@ -338,12 +338,47 @@ static void refuse_client(int fd, int err, const char *text)
 	close(fd);
 }
 
+/* Whether gid is one of the peer's supplementary groups (SO_PEERGROUPS, Linux 4.13). */
+static bool peer_in_group(int fd, gid_t gid)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool found = false;
+	size_t i, n;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		if (errno != ERANGE)
+			return false;
+		/* len now holds the size needed. */
+		groups = malloc(len);
+		if (!groups || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+			free(groups);
+			return false;
+		}
+	}
+	n = len / sizeof(gid_t);
+	for (i = 0; i < n && !found; i++)
+		found = groups[i] == gid;
+	if (groups != small)
+		free(groups);
+	return found;
+}
+
+static bool peer_allowed(const struct control_server *srv, int fd, const struct ucred *cred)
+{
+	if (cred->uid == 0)
+		return true;
+	if (!srv->access.has_group)
+		return false;
+	return cred->gid == srv->access.group || peer_in_group(fd, srv->access.group);
+}
+
 static void accept_client(struct control_server *srv, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct control_conn *conn;
-	char msg[160];
+	char msg[192];
 	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -352,12 +387,25 @@ static void accept_client(struct control_server *srv, int fd)
 		close(fd);
 		return;
 	}
-	if (cred.uid != 0) {
-		log_notice("control socket %s: refused uid %u (pid %d): only root may use it",
-			   srv->path, (unsigned int)cred.uid, (int)cred.pid);
-		snprintf(msg, sizeof(msg),
-			 "permission denied: uid %u may not use the control socket, only root may",
-			 (unsigned int)cred.uid);
+	if (!peer_allowed(srv, fd, &cred)) {
+		if (srv->access.has_group) {
+			log_notice("control socket %s: refused uid %u (pid %d): only root and "
+				   "group %s may use it",
+				   srv->path, (unsigned int)cred.uid, (int)cred.pid,
+				   srv->access.group_name);
+			snprintf(msg, sizeof(msg),
+				 "permission denied: uid %u may not use the control socket, only "
+				 "root and members of group %s may",
+				 (unsigned int)cred.uid, srv->access.group_name);
+		} else {
+			log_notice("control socket %s: refused uid %u (pid %d): only root may "
+				   "use it",
+				   srv->path, (unsigned int)cred.uid, (int)cred.pid);
+			snprintf(msg, sizeof(msg),
+				 "permission denied: uid %u may not use the control socket, only "
+				 "root may",
+				 (unsigned int)cred.uid);
+		}
 		refuse_client(fd, EACCES, msg);
 		return;
 	}
@@ -378,8 +426,7 @@ static void accept_client(struct control_server *srv, int fd)
 	conn->srv = srv;
 	conn->fd = fd;
 	conn->id = ++srv->next_conn_id;
-	conn->pid = cred.pid;
-	conn->uid = cred.uid;
+	conn->peer = (struct control_peer){.pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
 	line_buffer_init(&conn->in, CONTROL_REQUEST_MAX);
 	r = sd_event_add_io(srv->event, &conn->io, fd, EPOLLIN, conn_handler, conn);
 	if (r < 0) {
@@ -519,7 +566,8 @@ static int remove_stale_socket(const char *path)
 }
 
 int control_server_open(sd_event *event, const char *path, unsigned int mode,
-			control_handler_t handler, void *userdata, struct control_server **out)
+			const struct control_handler *handler, void *userdata,
+			struct control_server **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct control_server *srv;
@@ -533,10 +581,6 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 			sizeof(sa.sun_path) - 1);
 		return -EINVAL;
 	}
-	if (mode & ~07777u) {
-		log_err("control socket %s: invalid mode %#o", path, mode);
-		return -EINVAL;
-	}
 	memcpy(sa.sun_path, path, plen + 1);
 
 	srv = calloc(1, sizeof(*srv));
@@ -545,6 +589,20 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 	srv->fd = -1;
 	srv->handler = handler;
 	srv->userdata = userdata;
+	srv->access.mode = mode;
+	if (handler->access) {
+		r = handler->access(userdata, &srv->access);
+		if (r < 0) {
+			log_errno(LOG_ERR, r, "control socket %s: no access policy", path);
+			goto out_free;
+		}
+	}
+	mode = srv->access.mode;
+	if (mode & ~07777u) {
+		log_err("control socket %s: invalid mode %#o", path, mode);
+		r = -EINVAL;
+		goto out_free;
+	}
 	srv->path = strdup(path);
 	if (!srv->path) {
 		r = log_errno(LOG_ERR, ENOMEM, "control socket %s", path);
@@ -573,6 +631,12 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		r = log_errno(LOG_ERR, r, "control socket %s: cannot bind", path);
 		goto out_close;
 	}
+	/* Group first: until then the file is private, so no one else can connect early. */
+	if (srv->access.has_group && chown(path, (uid_t)-1, srv->access.group) < 0) {
+		r = log_errno(LOG_ERR, errno, "control socket %s: cannot give it to group %s", path,
+			      srv->access.group_name);
+		goto out_unlink;
+	}
 	if (chmod(path, mode) < 0) {
 		r = log_errno(LOG_ERR, errno, "control socket %s: cannot set mode %#o", path, mode);
 		goto out_unlink;
@@ -594,7 +658,11 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		log_errno(LOG_ERR, r, "control socket %s: cannot add it to the event loop", path);
 		goto out_unref;
 	}
-	log_info("control socket %s: listening (mode %04o)", path, mode);
+	if (srv->access.has_group)
+		log_info("control socket %s: listening (mode %04o, group %s)", path, mode,
+			 srv->access.group_name);
+	else
+		log_info("control socket %s: listening (mode %04o)", path, mode);
 	*out = srv;
 	return 0;
 

@@ -101,7 +101,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	if (err)
 		goto out;
 	err = control_server_open(d->event, d->cfg.daemon.control_path, CONTROL_SOCKET_MODE,
-				  control_commands_handle, d, &d->control);
+				  &control_commands, d, &d->control);
 	if (err)
 		goto out;
 	return 0;

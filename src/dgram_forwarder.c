@@ -171,15 +171,21 @@ static int send_pending(struct dgram_forwarder *f)
 	return 1;
 }
 
-/* Read the oldest held datagram, whole: reading a psock queue would merge messages. */
+/*
+ * Read the oldest held datagram, whole: reading a psock queue would merge messages. Returns
+ * its length, -EAGAIN if nothing is held, -EINPROGRESS if one is recorded but the kernel has
+ * not queued it yet.
+ */
 static ssize_t read_held(struct dgram_forwarder *f)
 {
 	uint32_t len = DGRAM_BUF_SIZE;
+	bool recorded;
 	ssize_t n;
 
-	if (dgram_plane_pop_len(f->gp, &len) || len > DGRAM_BUF_SIZE) {
+	recorded = !dgram_plane_peek_len(f->gp, &len) && len <= DGRAM_BUF_SIZE;
+	if (!recorded) {
 		len = DGRAM_BUF_SIZE;
-		if (!f->merge_warned)
+		if (!f->merge_warned && f->gate->held != f->gate->released)
 			log_warn("[%s] more datagrams held than the kernel could record; some may "
 				 "reach a seqpacket target merged",
 				 f->l->rc->name);
@@ -188,7 +194,11 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	do
 		n = recv(f->l->fd, f->buf, len, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	if (n < 0)
+		return errno == EAGAIN && recorded ? -EINPROGRESS : -errno;
+	if (recorded)
+		dgram_plane_pop_len(f->gp);
+	return n;
 }
 
 /*
@@ -220,6 +230,11 @@ static void sync_held(struct dgram_forwarder *f)
 		if (n > 0) {
 			f->pending = n;
 			continue;
+		}
+		if (n == -EINPROGRESS) {
+			/* Counted and recorded, about to be queued: look again in a moment. */
+			set_timer(f, now_usec() + USEC_PER_MSEC);
+			return;
 		}
 		after = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
 		if (before == after)

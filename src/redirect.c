@@ -19,6 +19,10 @@
 
 #define SYNC_BUF_SIZE	(256 * 1024)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
+/* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
+#define STALL_USEC (20 * USEC_PER_MSEC)
+/* A verdict that read the gate a moment ago has finished this long after. */
+#define VERDICT_GRACE_USEC (20 * USEC_PER_MSEC)
 /* Without the queue iterator: the direction counts as drained once quiet this long. */
 #define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
 
@@ -27,6 +31,8 @@ enum { CLIENT = 0, TARGET = 1 };
 enum dir_state {
 	DIR_SYNC,     /* the daemon forwards what arrived before the kernel takes over */
 	DIR_OPEN,     /* the kernel redirects */
+	DIR_SWEEP,    /* gate closed: take what was left behind at the insert (dir_sweep()) */
+	DIR_CATCHUP,  /* gate closed: forward what the verdict held, then open it */
 	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
 	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
 	DIR_DONE,
@@ -47,6 +53,10 @@ struct direction {
 	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
 	uint64_t user_packets;
 	uint64_t drain_started_usec;
+	size_t buf_size;
+	int64_t left_behind;	 /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
+	uint64_t left_check_usec; /* when to look at it again */
+	uint64_t gate_usec;	 /* when the gate was last closed or opened */
 	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
 	uint64_t drain_last_change_usec;
 };
@@ -152,7 +162,7 @@ static const char *redirect_state(struct redirect *r)
 		return "draining";
 	if (a == DIR_DONE || b == DIR_DONE)
 		return "half-closed";
-	if (a == DIR_SYNC)
+	if (a == DIR_SYNC || a == DIR_SWEEP || a == DIR_CATCHUP)
 		return "syncing";
 	return "open";
 }
@@ -173,7 +183,7 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 	}
 }
 
-void redirect_get_info(struct redirect *r, struct redirect_info *info)
+void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues)
 {
 	struct vsockmap_queue_info qi;
 	int dir;
@@ -191,7 +201,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info)
 		    r->dir[dir].state == DIR_COPY || dir == TARGET ? "daemon" : "kernel";
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
-	if (r->ep[TARGET].in_map &&
+	if (with_queues && r->ep[TARGET].in_map &&
 	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
@@ -238,10 +248,11 @@ static void update_io(struct redirect *r)
 		if (r->connecting) {
 			ev = i == TARGET ? EPOLLOUT : 0;
 		} else {
-			if ((out->state == DIR_SYNC || out->state == DIR_COPY) &&
+			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
+			     out->state == DIR_CATCHUP) &&
 			    out->buf_off == out->buf_len)
 				ev |= EPOLLIN | EPOLLRDHUP;
-			if (out->state == DIR_OPEN)
+			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
 			if (in->buf_off < in->buf_len)
 				ev |= EPOLLOUT;
@@ -330,6 +341,7 @@ static int on_connected(struct redirect *r)
 		return redirect_fail(r, err, "adding the pair to the sockhash for");
 	for (i = 0; i < 2; i++) {
 		r->dir[i].buf = malloc(SYNC_BUF_SIZE);
+		r->dir[i].buf_size = SYNC_BUF_SIZE;
 		if (!r->dir[i].buf)
 			return redirect_fail(r, -ENOMEM, "buffer for");
 	}
@@ -456,10 +468,49 @@ static void dir_sync(struct redirect *r, int src)
 	n = socket_inq(ep->fd);
 	if (n > 0) {
 		r->d->late_inserts++;
-		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert; they "
-			  "follow the next write",
+		dir->left_behind = n;
+		dir->left_check_usec = now_usec() + STALL_USEC;
+		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert",
 			  r->l->rc->name, r->id, n);
 	}
+}
+
+
+static void gate_set(struct redirect *r, int src, bool open)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+
+	__atomic_store_n(&gate->open, open, __ATOMIC_RELEASE);
+	r->dir[src].gate_usec = now_usec();
+}
+
+/*
+ * Bytes left behind at the insert move on only when the client sends again, one skb per
+ * send. If they stop moving, the client is idle or blocked (those skbs still count against
+ * its send buffer), so no verdict can be running: close the gate, wait for the target's
+ * backlog, and take them all in one read, which holds the socket's iolock against the
+ * verdict. What the client sends meanwhile is held and forwarded by dir_catchup().
+ */
+static void dir_check_left_behind(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	int64_t q;
+
+	if (!dir->left_behind || now_usec() < dir->left_check_usec)
+		return;
+	q = socket_inq(r->ep[src].fd);
+	if (q <= 0) {
+		dir->left_behind = 0; /* the client's sends moved them on */
+		return;
+	}
+	dir->left_check_usec = now_usec() + STALL_USEC;
+	if (q != dir->left_behind) {
+		dir->left_behind = q;
+		return;
+	}
+	gate_set(r, src, false);
+	dir->drain_started_usec = 0;
+	dir->state = DIR_SWEEP;
 }
 
 /* The daemon's own direction: copy until EOF, then pass the half-close on. */
@@ -526,6 +577,75 @@ static bool dir_drained(struct redirect *r, int src)
 	return now - dir->drain_last_change_usec >= DRAIN_QUIET_USEC;
 }
 
+static void dir_sweep(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	int64_t q;
+	ssize_t n;
+	char *buf;
+
+	if (now_usec() - dir->gate_usec < VERDICT_GRACE_USEC || !dir_drained(r, src))
+		return;
+	q = socket_inq(r->ep[src].fd);
+	if (q > 0) {
+		if ((size_t)q > dir->buf_size) {
+			buf = realloc(dir->buf, q);
+			if (!buf)
+				return; /* try again on the next tick */
+			dir->buf = buf;
+			dir->buf_size = q;
+		}
+		do
+			n = recv(r->ep[src].fd, dir->buf, q, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			dir->buf_len = n;
+			flush_buf(r, src);
+		}
+	}
+	dir->left_behind = 0;
+	dir->state = DIR_CATCHUP;
+	log_debug("[%s] redirect %" PRIu64 ": took %" PRId64 " bytes left behind at the insert",
+		  r->l->rc->name, r->id, q);
+}
+
+/*
+ * Forward what the verdict held while the gate was closed, then open it. The daemon may set
+ * released = held only when everything held so far has been read and written: a read that
+ * finds nothing, with held unchanged around it, proves that, except for an skb counted but
+ * not yet queued, which the verdict's held_unread() check keeps in front of its successor.
+ */
+static void dir_catchup(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	uint64_t before, after;
+	ssize_t n;
+
+	for (;;) {
+		before = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+		n = forward_some(r, src);
+		if (n == 0 || (n < 0 && n != -EAGAIN)) {
+			dir->state = DIR_DRAINING;
+			return;
+		}
+		if (dir->buf_off < dir->buf_len)
+			return; /* destination full: wait for EPOLLOUT */
+		if (n > 0)
+			continue;
+		after = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+		if (before == after)
+			break;
+	}
+	if (!gate->open || gate->released != after) {
+		__atomic_store_n(&gate->released, after, __ATOMIC_RELEASE);
+		gate_set(r, src, true);
+		return;
+	}
+	if (now_usec() - dir->gate_usec >= VERDICT_GRACE_USEC)
+		dir->state = DIR_OPEN;
+}
+
 static void dir_drain(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -580,7 +700,8 @@ static void poll_endpoint(struct redirect *r, int i)
 /* Still has bytes to deliver before the pair may close. */
 static bool dir_busy(const struct direction *dir)
 {
-	return dir->state == DIR_SYNC || dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
+	return dir->state == DIR_SYNC || dir->state == DIR_SWEEP || dir->state == DIR_CATCHUP ||
+	       dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
 	       dir->buf_off < dir->buf_len;
 }
 
@@ -588,7 +709,7 @@ static void log_closed(struct redirect *r)
 {
 	struct redirect_info info;
 
-	redirect_get_info(r, &info);
+	redirect_get_info(r, &info, false);
 	log_debug("[%s] redirect %" PRIu64 ": closed after %" PRIu64 " ms; bytes out %" PRIu64
 		  " (%" PRIu64 " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
 		  r->l->rc->name, r->id, info.age_usec / USEC_PER_MSEC,
@@ -616,6 +737,12 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++) {
 		if (r->dir[i].state == DIR_SYNC)
 			dir_sync(r, i);
+		if (r->dir[i].state == DIR_OPEN)
+			dir_check_left_behind(r, i);
+		if (r->dir[i].state == DIR_SWEEP)
+			dir_sweep(r, i);
+		if (r->dir[i].state == DIR_CATCHUP)
+			dir_catchup(r, i);
 		if (r->dir[i].state == DIR_DRAINING)
 			dir_drain(r, i);
 		if (r->dir[i].state == DIR_COPY)
@@ -631,8 +758,12 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++) {
 		uint64_t t = 0;
 
-		if (r->dir[i].state == DIR_DRAINING)
+		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP)
 			t = now + DRAIN_POLL_USEC;
+		else if (r->dir[i].state == DIR_CATCHUP)
+			t = r->dir[i].gate_usec + VERDICT_GRACE_USEC;
+		else if (r->dir[i].state == DIR_OPEN && r->dir[i].left_behind)
+			t = r->dir[i].left_check_usec;
 		if (t && (!deadline || t < deadline))
 			deadline = t;
 	}

@@ -49,7 +49,8 @@ void redirect_request_close(struct redirect *r);
 
 struct redirect *redirect_find(struct daemon *d, uint64_t id);
 struct redirect *redirect_next(struct redirect *r);
-void redirect_get_info(struct redirect *r, struct redirect_info *info);
+/* with_queues also asks the queue iterator for kernel queue lengths: one BPF iteration. */
+void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues);
 struct listener *redirect_listener(struct redirect *r);
 
 #endif

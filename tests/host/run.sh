@@ -22,6 +22,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/vm/lib.sh
 # shellcheck source=tests/e2e/scenarios.sh
 . tests/e2e/scenarios.sh
+# shellcheck source=tests/e2e/ctl-scenarios.sh
+. tests/e2e/ctl-scenarios.sh
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
 
@@ -29,6 +31,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	e2e_run_streams
 	e2e_run_dgram
 	e2e_check_bpf_object
+	ctl_run_all
 	host_daemon_cases
 } | sed -u 's/^VMTEST /  /'
 

@@ -228,8 +228,8 @@ static void test_unknown_keys(void **state)
 	load_bad("[daemon]\nconnect_timeout = 4\n" ECHO, 2, "(did you mean \"connect-timeout\"?)");
 	load_bad(
 	    ECHO "[daemon]\nlisten = UNIX-LISTEN:/x\n", 5,
-	    "unknown key \"listen\" (valid keys in [daemon]: control, connect-timeout, sndbuf, "
-	    "drain-timeout, log-level)");
+	    "unknown key \"listen\" (valid keys in [daemon]: control, control-mode, control-group, "
+	    "connect-timeout, sndbuf, drain-timeout, log-level)");
 }
 
 static void test_key_outside_section(void **state)

@@ -42,6 +42,9 @@ sleep 2
 say ""
 say "\$ vsockmapctl list"
 vsockmapctl list | while IFS= read -r l; do say "$l"; done
+say ""
+say "\$ vsockmapctl list -j"
+vsockmapctl list -j | while IFS= read -r l; do say "$l"; done
 wait_clients=0
 for i in 1 2 3; do
 	while ! [ -s "$D/out$i" ] || [ "$(wc -c <"$D/out$i")" -lt $((i * 1048576)) ]; do

@@ -4,12 +4,16 @@
 # suite-e2e.sh - the end-to-end scenarios of tests/e2e/scenarios.sh over real vsock: the
 # daemon in the VM redirects unix clients to vsock servers on CID 1 (vsock_loopback).
 #
-#	tests/vm/run.sh tests/vm/suite-e2e.sh --file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
+#	tests/vm/run.sh tests/vm/suite-e2e.sh --file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
+#		--file tests/e2e/ctl-scenarios.sh:/usr/lib/vmtest/ctl-scenarios.sh \
+#		--file /usr/bin/setpriv:/usr/bin/setpriv
 
 # shellcheck source=tests/vm/lib.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=tests/e2e/scenarios.sh
 . /usr/lib/vmtest/scenarios.sh
+# shellcheck source=tests/e2e/ctl-scenarios.sh
+. /usr/lib/vmtest/ctl-scenarios.sh
 
 E2E_DIR=$VMTEST_TMP/e2e
 E2E_TARGET=vsock
@@ -24,3 +28,6 @@ e2e_check_bpf_object
 # Show what the daemon said, for the log.
 vmtest_log "daemon log tail:"
 tail -n 20 "$E2E_DIR/daemon.log" | while read -r line; do vmtest_log "  $line"; done
+
+# vsockmapctl against the real daemon (tests/e2e/ctl-scenarios.sh).
+ctl_run_all
