@@ -18,6 +18,7 @@
 #include "util.h"
 
 #define SYNC_BUF_SIZE	(256 * 1024)
+#define SPLICE_PIPE_SIZE (256 * 1024)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
 /* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
 #define STALL_USEC (20 * USEC_PER_MSEC)
@@ -54,6 +55,10 @@ struct direction {
 	uint64_t user_packets;
 	uint64_t drain_started_usec;
 	size_t buf_size;
+	/* DIR_COPY out of the target: splice() through a pipe, one copy fewer than recv/send */
+	int pipe[2];
+	size_t in_pipe;
+	bool no_splice;
 	int64_t left_behind;	 /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
 	uint64_t left_check_usec; /* when to look at it again */
 	uint64_t gate_usec;	 /* when the gate was last closed or opened */
@@ -81,6 +86,12 @@ struct redirect {
 };
 
 static int redirect_step(struct redirect *r);
+
+/* Bytes read from the source that the destination has not taken yet. */
+static bool dir_pending(const struct direction *dir)
+{
+	return dir->buf_off < dir->buf_len || dir->in_pipe;
+}
 static void collect_counters(struct redirect *r, struct redirect_info *info);
 
 static const char *target_text(struct redirect *r, char *buf, size_t len)
@@ -125,6 +136,8 @@ void redirect_free(struct redirect *r)
 		if (r->ep[i].in_map)
 			dataplane_remove(r->d->dp, r->ep[i].cookie);
 		safe_close(r->ep[i].fd);
+		safe_close(r->dir[i].pipe[0]);
+		safe_close(r->dir[i].pipe[1]);
 		free(r->dir[i].buf);
 	}
 	if (r->has_slot)
@@ -250,11 +263,11 @@ static void update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    out->buf_off == out->buf_len)
+			    !dir_pending(out))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
-			if (in->buf_off < in->buf_len)
+			if (dir_pending(in))
 				ev |= EPOLLOUT;
 		}
 		if (r->ep[i].hup || (r->connecting && !ev)) {
@@ -513,23 +526,102 @@ static void dir_check_left_behind(struct redirect *r, int src)
 	dir->state = DIR_SWEEP;
 }
 
-/* The daemon's own direction: copy until EOF, then pass the half-close on. */
+/* Move what the pipe holds into the destination. 1: empty, 0: destination full. */
+static int splice_flush(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	while (dir->in_pipe) {
+		if (dst->hup) {
+			/* Nobody left to read it: a fresh pipe drops what the old one held. */
+			safe_close(dir->pipe[0]);
+			safe_close(dir->pipe[1]);
+			dir->pipe[0] = dir->pipe[1] = -1;
+			dir->in_pipe = 0;
+			break;
+		}
+		n = splice(dir->pipe[0], NULL, dst->fd, NULL, dir->in_pipe,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			dst->hup = true;
+			continue;
+		}
+		dir->in_pipe -= n;
+		dir->user_bytes += n;
+		dir->user_packets++;
+	}
+	return 1;
+}
+
+static int open_pipe(struct direction *dir)
+{
+	if (dir->pipe[0] >= 0)
+		return 0;
+	if (pipe2(dir->pipe, O_NONBLOCK | O_CLOEXEC))
+		return -errno;
+	fcntl(dir->pipe[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE); /* a bigger pipe if allowed */
+	return 0;
+}
+
+/* Like forward_some(), through the pipe. -EOPNOTSUPP: no splice here, use forward_some(). */
+static ssize_t splice_some(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	bool shut;
+	ssize_t n;
+
+	if (!splice_flush(r, src))
+		return -EAGAIN;
+	if (open_pipe(dir))
+		return -EOPNOTSUPP;
+	shut = peer_shut_down(r->ep[src].fd);
+	do
+		n = splice(r->ep[src].fd, NULL, dir->pipe[1], NULL, SPLICE_PIPE_SIZE,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EINVAL)
+			return -EOPNOTSUPP;
+		return errno == EAGAIN && shut ? 0 : -errno;
+	}
+	dir->in_pipe = n;
+	splice_flush(r, src);
+	return n;
+}
+
+/*
+ * The daemon's own direction: copy until EOF, then pass the half-close on. Out of the target
+ * it splices: the target is never a verdict source, so its own queue holds all its data
+ * (splicing a source would miss what its psock holds).
+ */
 static void dir_copy(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	do
-		n = forward_some(r, src);
-	while (n > 0 && dir->buf_off == dir->buf_len);
+	do {
+		n = -EOPNOTSUPP;
+		if (src == TARGET && !dir->no_splice)
+			n = splice_some(r, src);
+		if (n == -EOPNOTSUPP) {
+			dir->no_splice = true;
+			n = forward_some(r, src);
+		}
+	} while (n > 0 && !dir_pending(dir));
 	if (n == -EAGAIN && src == TARGET && r->stop_reading_target)
 		n = 0;
 	if (n > 0 || n == -EAGAIN)
 		return; /* blocked on the destination, or nothing more yet */
 	if (n < 0 || peer_closed(r->ep[src].fd))
 		r->close_after_drain = true; /* the source is broken, or its peer gone for good */
-	if (dir->buf_off < dir->buf_len)
+	if (dir_pending(dir))
 		return;
 	/*
 	 * A source that is gone for good (the server closed) closes the pair right away, so the
@@ -701,8 +793,7 @@ static void poll_endpoint(struct redirect *r, int i)
 static bool dir_busy(const struct direction *dir)
 {
 	return dir->state == DIR_SYNC || dir->state == DIR_SWEEP || dir->state == DIR_CATCHUP ||
-	       dir->state == DIR_DRAINING || dir->state == DIR_COPY ||
-	       dir->buf_off < dir->buf_len;
+	       dir->state == DIR_DRAINING || dir->state == DIR_COPY || dir_pending(dir);
 }
 
 static void log_closed(struct redirect *r)
@@ -834,6 +925,8 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = -1;
+	for (i = 0; i < VSOCKMAP_NR_DIRS; i++)
+		r->dir[i].pipe[0] = r->dir[i].pipe[1] = -1;
 	r->next = d->redirects;
 	if (d->redirects)
 		d->redirects->prev = r;
