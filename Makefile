@@ -37,7 +37,7 @@ COMMON_SRCS	:= src/address.c src/config.c src/log.c src/control_proto.c src/util
 # The daemon's own modules.
 DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
-		   src/sockopt.c src/daemon.c
+		   src/sockopt.c src/daemon.c src/service.c
 CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
@@ -53,8 +53,9 @@ SKEL		:= $(OUTPUT)/vsockmap.skel.h
 BINS		:= $(OUTPUT)/vsockmapd $(OUTPUT)/vsockmapctl
 
 .DELETE_ON_ERROR:
-.PHONY: all deps check check-unit check-host check-sanitize check-vm demo install clean format \
-	toolcheck tools unit-tests
+.PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
+	clean format \
+	toolcheck tools unit-tests bench
 
 all: toolcheck $(BINS) tools
 
@@ -129,16 +130,24 @@ check-host: all
 check-sanitize: toolcheck
 	$(Q)tests/run-all.sh sanitize
 
+check-systemd: all
+	$(Q)tests/run-all.sh systemd
+
 check-vm: all
 	$(Q)tests/run-all.sh vm
 
 demo: deps all
 	$(Q)tests/vm/demo.sh
 
+# Performance, reported and never asserted; QUICK=1 for the short profile (bench/README.md).
+bench: deps all
+	$(Q)QUICK=$(QUICK) bench/run.sh
+
 install: all
 	install -D -m 0755 $(OUTPUT)/vsockmapd $(DESTDIR)$(SBINDIR)/vsockmapd
 	install -D -m 0755 $(OUTPUT)/vsockmapctl $(DESTDIR)$(BINDIR)/vsockmapctl
-	install -D -m 0644 systemd/vsockmapd.service $(DESTDIR)$(UNITDIR)/vsockmapd.service
+	for u in systemd/*.service systemd/*.socket; do \
+		install -D -m 0644 $$u $(DESTDIR)$(UNITDIR)/$${u##*/}; done
 	install -D -m 0644 config/vsockmap.conf $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf
 	install -D -m 0644 completions/vsockmapctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vsockmapctl
 	for m in man/*.[0-9]; do \

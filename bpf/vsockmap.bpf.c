@@ -90,9 +90,13 @@ const volatile __u32 dgram_slot = 0;
 /* Cookie that the queue iterator reports on; 0 reports every socket. */
 __u64 iter_cookie = 0;
 
+/*
+ * Direct loads through BTF pointers, not BPF_CORE_READ(): bpf_probe_read_kernel() is refused
+ * on a kernel locked down for confidentiality, and the data path must not depend on it.
+ */
 static __always_inline __u64 sock_cookie(struct sock *sk)
 {
-	return sk ? BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) : 0;
+	return sk ? sk->__sk_common.skc_cookie.counter : 0;
 }
 
 /*
@@ -125,7 +129,7 @@ static __always_inline __u64 receiver_cookie(struct __sk_buff *skb, struct sock 
  */
 static __always_inline int held_unread(struct sock *unix_receiver)
 {
-	return unix_receiver ? BPF_CORE_READ(unix_receiver, sk_backlog.rmem_alloc.counter) : 0;
+	return unix_receiver ? unix_receiver->sk_backlog.rmem_alloc.counter : 0;
 }
 
 static __always_inline void count(__u32 idx, __u32 len, int what)

@@ -7,7 +7,8 @@ set -euo pipefail
 packages=(
 	make gcc pkg-config clang bpftool
 	libbpf-dev libsystemd-dev libinih-dev libjson-c-dev libcmocka-dev
-	socat qemu-system-x86 busybox-static cpio xz-utils gzip
+	socat qemu-system-x86 busybox-static cpio xz-utils gzip gnuplot-nox
+	debootstrap e2fsprogs
 )
 
 missing=()

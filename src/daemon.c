@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <systemd/sd-daemon.h>
 
 #include "bpf_object_id.h"
 
@@ -17,6 +16,7 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
+#include "service.h"
 #include "util.h"
 
 #define CONTROL_SOCKET_MODE 0600
@@ -31,6 +31,17 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	(void)userdata;
 	log_info("received %s, shutting down", strsignal(si->ssi_signo));
 	return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* systemctl reload sends SIGHUP (ExecReload=); until reload exists, say so and keep running. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
+{
+	(void)s;
+	(void)userdata;
+	log_notice("received SIGHUP from pid %u: reload is not supported yet; restart vsockmapd "
+		   "to apply a changed configuration (the running one is unchanged)",
+		   (unsigned int)si->ssi_pid);
+	return 0;
 }
 
 static int open_listeners(struct daemon *d)
@@ -81,16 +92,22 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		return err;
 	}
 	log_set_level(d->cfg.daemon.log_level);
+	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
+	err = service_fds_collect(&d->cfg);
+	if (err)
+		goto out;
 	err = sd_event_default(&d->event);
 	if (err < 0)
 		goto out;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = sd_event_add_signal(d->event, NULL, SIGTERM, on_signal, d);
 	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGINT, on_signal, d);
+	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGHUP, on_sighup, d);
 	if (err < 0)
 		goto out;
 	err = dataplane_open(&d->dp, opts->drain_mode);
@@ -104,6 +121,10 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 				  &control_commands, d, &d->control);
 	if (err)
 		goto out;
+	service_fds_release(); /* all claimed: collect checked every name */
+	err = service_start(d);
+	if (err)
+		goto out;
 	return 0;
 out:
 	if (err != -EINVAL)
@@ -114,7 +135,8 @@ out:
 
 int daemon_run(struct daemon *d)
 {
-	sd_notify(0, "READY=1");
+	/* Every listener and the control socket are up: clients may connect from now on. */
+	service_notify_ready(d);
 	return sd_event_loop(d->event);
 }
 
@@ -122,7 +144,7 @@ void daemon_stop(struct daemon *d)
 {
 	size_t i;
 
-	sd_notify(0, "STOPPING=1");
+	service_stop(d);
 	if (d->late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
 			 "those bytes followed the next write or EOF",

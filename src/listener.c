@@ -9,6 +9,7 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
+#include "service.h"
 #include "sockopt.h"
 #include "util.h"
 
@@ -17,7 +18,8 @@
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct listener *l = userdata;
-	int i, cfd;
+	char listen[160];
+	int i, cfd, err;
 
 	(void)s;
 	(void)revents;
@@ -27,8 +29,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
 				return 0;
 			/* EMFILE and friends: leave the connection queued and say why. */
-			log_errno(LOG_WARNING, errno, "[%s] accept on %s", l->rc->name,
-				  l->rc->listen.path);
+			err = errno;
+			address_format(&l->rc->listen, listen, sizeof(listen));
+			log_fields_errno(LOG_WARNING,
+					 LOG_CTX(.redirect = l->rc->name, .listen = listen), err,
+					 "[%s] accept on %s", l->rc->name, l->rc->listen.path);
 			return 0;
 		}
 		redirect_start(l->d, l, cfd);
@@ -36,43 +41,70 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
+/* The socket systemd passed for this section, or one of our own. Returns the fd or -errno. */
+static int listener_socket(const struct redirect_config *rc, struct listener *l,
+			   const struct log_context *ctx)
+{
+	const char *why;
+	int fd;
+
+	fd = service_fd_claim(rc);
+	if (fd >= 0) {
+		l->activated = true;
+		return fd;
+	}
+	if (fd != -ENOENT)
+		return fd; /* logged */
+	fd = unix_listener_open(&rc->listen, &why);
+	if (fd == -EADDRINUSE)
+		log_fields(LOG_ERR, ctx, "[%s] %s: another process is listening on it", rc->name,
+			   rc->listen.path);
+	else if (fd == -EEXIST)
+		log_fields(LOG_ERR, ctx, "[%s] %s: exists and is not a socket", rc->name,
+			   rc->listen.path);
+	else if (fd < 0)
+		log_fields_errno(LOG_ERR, ctx, fd, "[%s] %s: %s", rc->name, rc->listen.path, why);
+	return fd;
+}
+
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener *l)
 {
+	char listen[160], target[160];
+	const struct log_context *ctx =
+	    LOG_CTX(.redirect = rc->name, .listen = listen, .target = target);
 	const char *why;
 	int err;
 
 	memset(l, 0, sizeof(*l));
 	l->d = d;
 	l->rc = rc;
-	l->fd = unix_listener_open(&rc->listen, &why);
+	address_format(&rc->listen, listen, sizeof(listen));
+	address_format(&rc->connect, target, sizeof(target));
+	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
 		l->fd = -1;
-		if (err == -EADDRINUSE)
-			log_err("[%s] %s: another process is listening on it", rc->name,
-				rc->listen.path);
-		else if (err == -EEXIST)
-			log_err("[%s] %s: exists and is not a socket", rc->name, rc->listen.path);
-		else
-			log_errno(LOG_ERR, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
 		return err;
 	}
-	/* A datagram socket enters the sockhash before anyone may send to it (see dgram_forwarder.c). */
+	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV)
 		err = dgram_forwarder_start(d, l, &l->dgram);
 	else
 		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
-		log_errno(LOG_ERR, err, "[%s] setting up %s", rc->name, rc->listen.path);
+		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name,
+				 rc->listen.path);
 		goto out_close;
 	}
-	err = unix_listener_publish(&rc->listen, &why);
+	/* A passed socket's file already has the mode and owner its .socket unit gave it. */
+	err = l->activated ? 0 : unix_listener_publish(&rc->listen, &why);
 	if (err) {
-		log_errno(LOG_ERR, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
+		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
 		goto out_close;
 	}
-	log_info("[%s] %s %s", rc->name,
-		 l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path);
+	log_fields(LOG_INFO, ctx, "[%s] %s %s%s", rc->name,
+		   l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path,
+		   l->activated ? " (socket passed by systemd)" : "");
 	return 0;
 
 out_close:
@@ -88,7 +120,9 @@ void listener_close(struct listener *l)
 	l->dgram = NULL;
 	l->io = sd_event_source_disable_unref(l->io);
 	if (l->fd >= 0) {
-		unlink(l->rc->listen.path);
+		/* systemd keeps a passed socket listening; its .socket unit removes the file. */
+		if (!l->activated)
+			unlink(l->rc->listen.path);
 		l->fd = safe_close(l->fd);
 	}
 }

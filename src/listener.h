@@ -3,6 +3,7 @@
 #ifndef VSOCKMAP_LISTENER_H
 #define VSOCKMAP_LISTENER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -16,6 +17,7 @@ struct listener {
 	struct daemon *d;
 	const struct redirect_config *rc;
 	int fd;
+	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
 	sd_event_source *io;
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
 	uint64_t accepted;

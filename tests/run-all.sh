@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Run the test layers (default: unit host sanitize vm) and end with "N passed, N failed".
+# Run the test layers (default: unit host sanitize vm systemd) and end with "N passed, N failed".
 #   unit      cmocka tests of the parsers and the control protocol
 #   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
 #   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)
 #   vm        real vsock in the QEMU test VM (tests/vm/run-suites.sh)
+#   systemd   the daemon and its units under systemd as PID 1, in the VM (tests/systemd/run.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tests/lib/summary.sh
 . tests/lib/summary.sh
 
 layers=("$@")
-((${#layers[@]})) || layers=(unit host sanitize vm)
+((${#layers[@]})) || layers=(unit host sanitize vm systemd)
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
@@ -73,6 +74,10 @@ for layer in "${layers[@]}"; do
 	vm)
 		tests/vm/run-suites.sh | tee "$tmp"
 		summary_add "$tmp" vm
+		;;
+	systemd)
+		tests/systemd/run.sh | tee "$tmp"
+		summary_add "$tmp" systemd
 		;;
 	*)
 		echo "run-all: unknown layer $layer" >&2

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# run.sh - the systemd tier: boot a minimal Debian with systemd as PID 1 in the QEMU test VM
+# and run tests/systemd/suite.sh there as a service, against the freshly built vsockmapd and
+# its units (see tests/systemd/README.md).
+#
+# Usage: tests/systemd/run.sh [--timeout SEC] [--shell]
+#
+#   --timeout SEC  bound on the whole VM run (default 420, or VSOCKMAP_VM_TIMEOUT)
+#   --shell        debug: no suite; a root shell on the console (leave with 'poweroff -f')
+#
+# Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES (see
+# scripts/fetch-vm-kernel.sh), VSOCKMAP_VM_REFRESH=1 (rebuild the cached root file system),
+# VSOCKMAP_VM_VERBOSE=1 (echo the raw console), SYSTEMD_TESTS="name ..." (run only these
+# tests of the suite), QEMU.
+#
+# Output: one "  PASS|FAIL|SKIP name detail" line per test, a "vm:" line with the timings,
+# then "N passed, N failed[, N skipped]". Exit status 0 only if nothing failed, the suite
+# reached its end and at least one test ran. The raw console is kept in
+# .output/systemd/vm.log.
+
+set -euo pipefail
+shopt -s extglob
+
+PROG=systemd-vm
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+QEMU=${QEMU:-qemu-system-x86_64}
+# Order matters: each module needs the ones before it.
+MODULES=(virtio_blk vsock vmw_vsock_virtio_transport_common vsock_loopback)
+
+die() {
+	echo "$PROG: $*" >&2
+	exit 1
+}
+
+timeout_s=${VSOCKMAP_VM_TIMEOUT:-420}
+shell=0
+while (($#)); do
+	case $1 in
+	--timeout)
+		(($# >= 2)) || die "--timeout wants a value"
+		timeout_s=$2
+		shift 2
+		;;
+	--shell)
+		shell=1
+		shift
+		;;
+	*) die "usage: $0 [--timeout SEC] [--shell]" ;;
+	esac
+done
+[[ $timeout_s =~ ^[0-9]+$ && $timeout_s -ge 60 ]] || die "--timeout wants whole seconds >= 60"
+
+for tool in "$QEMU" cpio gzip xz; do
+	command -v "$tool" >/dev/null || die "$tool not found (make deps)"
+done
+BUSYBOX=$(command -v busybox || true)
+if [[ -z $BUSYBOX ]] || ldd "$BUSYBOX" >/dev/null 2>&1; then
+	die "a static busybox is needed (apt-get install busybox-static)"
+fi
+for b in vsockmapd vsockmapctl tools/vsm-peer; do
+	[[ -x $ROOT/.output/$b ]] || die ".output/$b missing: run make first"
+done
+
+outdir=$ROOT/.output/systemd
+mkdir -p "$outdir"
+log=$outdir/vm.log
+initrd=$outdir/initramfs.cpio.gz
+rel_log=${log#"$PWD"/}
+
+t0=$EPOCHREALTIME
+kinfo=$("$ROOT/scripts/fetch-vm-kernel.sh") || exit 1
+kernel=$(sed -n 's/^KERNEL=//p' <<<"$kinfo")
+moddir=$(sed -n 's/^MODULES=//p' <<<"$kinfo")
+[[ -n $kernel && -n $moddir ]] || die "fetch-vm-kernel.sh printed no KERNEL/MODULES"
+if ! rootfs=$("$ROOT/scripts/build-systemd-rootfs.sh"); then
+	if ((EUID != 0)); then
+		echo "  SKIP systemd-vm building the Debian root file system needs root (debootstrap)"
+		echo "0 passed, 0 failed, 1 skipped"
+		exit 0
+	fi
+	exit 1
+fi
+rootfs=${rootfs#ROOTFS=}
+t_prep=$EPOCHREALTIME
+
+# ---- initramfs: busybox, the modules, /init, and the payload copied over the root ----------
+staging=$(mktemp -d "${TMPDIR:-/tmp}/vsockmap-systemd-vm.XXXXXX")
+rcfile=$staging.rc
+trap 'rm -rf "$staging" "$rcfile"' EXIT
+mkdir -p "$staging"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,newroot,lib/modules/vmtest}
+cp "$BUSYBOX" "$staging/bin/busybox"
+cp "$HERE/init" "$staging/init"
+chmod 0755 "$staging/init"
+for m in "${MODULES[@]}"; do
+	src=$(find "$moddir" \( -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" \) | head -n1)
+	if [[ -z $src ]]; then
+		grep -q "/$m\.ko\$" "$moddir/modules.builtin" 2>/dev/null && continue
+		die "module $m not found under $moddir"
+	fi
+	case $src in
+	*.xz) xz -dc "$src" >"$staging/lib/modules/vmtest/$m.ko" ;;
+	*.zst) zstd -dc "$src" >"$staging/lib/modules/vmtest/$m.ko" ;;
+	*.gz) gzip -dc "$src" >"$staging/lib/modules/vmtest/$m.ko" ;;
+	*) cp "$src" "$staging/lib/modules/vmtest/$m.ko" ;;
+	esac
+	echo "$m" >>"$staging/lib/modules/vmtest/load-order"
+done
+
+p=$staging/payload
+install -D -m 0755 "$ROOT/.output/vsockmapd" "$p/usr/sbin/vsockmapd"
+install -D -m 0755 "$ROOT/.output/vsockmapctl" "$p/usr/bin/vsockmapctl"
+install -D -m 0755 "$ROOT/.output/tools/vsm-peer" "$p/usr/bin/vsm-peer"
+for u in "$ROOT"/systemd/*.service "$ROOT"/systemd/*.socket; do
+	install -D -m 0644 "$u" "$p/usr/lib/systemd/system/$(basename "$u")"
+done
+install -D -m 0644 "$ROOT/config/vsockmap.conf" "$p/etc/vsockmap/vsockmap.conf"
+install -D -m 0644 "$ROOT/tests/vm/lib.sh" "$p/usr/lib/vmtest/lib.sh"
+install -D -m 0755 "$HERE/suite.sh" "$p/usr/lib/vmtest/suite.sh"
+[[ ! -f $ROOT/.output/bpf-object.sha256 ]] ||
+	install -D -m 0644 "$ROOT/.output/bpf-object.sha256" "$p/usr/lib/vmtest/bpf-object.sha256"
+install -D -m 0644 "$HERE/vsockmap-test.service" "$p/etc/systemd/system/vsockmap-test.service"
+mkdir -p "$p/etc/systemd/system/multi-user.target.wants"
+# The suite's time limit, below the host's, so its own timeout is reported first.
+suite_timeout=$((timeout_s - 60))
+mkdir -p "$p/etc/vmtest"
+{
+	echo "VMTEST_TIMEOUT=$suite_timeout"
+	echo "SYSTEMD_TESTS=\"${SYSTEMD_TESTS:-}\""
+} >"$p/etc/vmtest/env"
+mkdir -p "$p/etc/systemd/system/vsockmap-test.service.d"
+printf '[Service]\nRuntimeMaxSec=%s\n' "$suite_timeout" \
+	>"$p/etc/systemd/system/vsockmap-test.service.d/timeout.conf"
+if ((shell)); then
+	# A root shell on the serial console instead of the suite (the image masks the gettys).
+	printf '[Service]\nExecStart=\nExecStart=/bin/bash -l\nStandardInput=tty-force\nRuntimeMaxSec=infinity\n' \
+		>"$p/etc/systemd/system/vsockmap-test.service.d/shell.conf"
+fi
+ln -sfn ../vsockmap-test.service "$p/etc/systemd/system/multi-user.target.wants/vsockmap-test.service"
+(cd "$staging" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1) >"$initrd.tmp"
+mv -f "$initrd.tmp" "$initrd"
+
+append="console=ttyS0 quiet panic=-1"
+# shellcheck disable=SC2054 # commas belong to -cpu and -drive
+qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp 1 -m 1024 -nographic -no-reboot -nic none
+	-kernel "$kernel" -initrd "$initrd"
+	-drive "file=$rootfs,format=raw,if=virtio,snapshot=on")
+
+if ((shell)); then
+	exec "${qemu_cmd[@]}" -append "$append"
+fi
+
+npass=0 nfail=0 nskip=0
+seen_end=0 suite_rc='' kver='' t_kernel='' t_systemd='' t_ready=''
+
+# The same checks with the host's systemd-analyze, offline (the host needs no systemd as
+# PID 1 for these); the VM repeats them on the loaded units.
+if command -v systemd-analyze >/dev/null; then
+	hver=$(systemd-analyze --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
+	out=$(cd "$ROOT/systemd" && systemd-analyze security --offline=true vsockmapd.service 2>&1)
+	score=$(sed -n 's/.*Overall exposure level for vsockmapd.service: \([0-9.]*\).*/\1/p' <<<"$out")
+	if [[ -n $score ]] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+		echo "  PASS host-analyze-security exposure $score (systemd $hver on the host, --offline=true)"
+		npass=$((npass + 1))
+	else
+		echo "  FAIL host-analyze-security exposure ${score:-?} (systemd $hver, --offline=true): $(tail -n 1 <<<"$out")"
+		nfail=$((nfail + 1))
+	fi
+	# vsockmapd itself is not installed on the host: that one complaint is expected.
+	out=$(cd "$ROOT/systemd" && systemd-analyze verify --man=no ./vsockmapd.service ./vsockmapd.socket \
+		./vsockmapd-logs.socket 2>&1) || true
+	out=$(grep -v 'Command /usr/sbin/vsockmapd is not executable' <<<"$out" || true)
+	if [[ -z $out ]]; then
+		echo "  PASS host-analyze-verify vsockmapd.service, vsockmapd.socket, vsockmapd-logs.socket (systemd $hver on the host)"
+		npass=$((npass + 1))
+	else
+		echo "  FAIL host-analyze-verify $(tr '\n' ' ' <<<"$out")"
+		nfail=$((nfail + 1))
+	fi
+fi
+t_boot0=$EPOCHREALTIME
+set +e
+while IFS= read -r line; do
+	line=${line//$'\r'/}
+	line=${line//$'\e'[\[]*([0-9;?])[[:alpha:]]/}
+	line=${line//$'\e'c/}
+	[[ ${VSOCKMAP_VM_VERBOSE:-0} != 1 ]] || printf '| %s\n' "$line"
+	if [[ $line =~ VMTEST\ (PASS|FAIL|SKIP)\ ([^ ]+)(\ (.*))?$ ]]; then
+		kind=${BASH_REMATCH[1]}
+		test_name=${BASH_REMATCH[2]}
+		detail=${BASH_REMATCH[4]}
+		printf '  %s %s%s\n' "$kind" "$test_name" "${detail:+ $detail}"
+		case $kind in
+		PASS) npass=$((npass + 1)) ;;
+		FAIL) nfail=$((nfail + 1)) ;;
+		SKIP) nskip=$((nskip + 1)) ;;
+		esac
+	elif [[ $line =~ VMSUITE-END\ rc=([0-9]+) ]]; then
+		seen_end=1
+		suite_rc=${BASH_REMATCH[1]}
+	elif [[ $line =~ VM:\ kernel\ ([^ ]+) ]]; then
+		kver=${BASH_REMATCH[1]}
+		t_kernel=$EPOCHREALTIME
+	elif [[ $line =~ VM:\ switching\ to\ systemd ]]; then
+		t_systemd=$EPOCHREALTIME
+	elif [[ $line =~ vmtest:\ suite\ start ]]; then
+		t_ready=$EPOCHREALTIME
+	fi
+done < <(timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" -append "$append" </dev/null 2>&1 | tee "$log"
+	echo "${PIPESTATUS[0]}" >"$rcfile")
+set -e
+t1=$EPOCHREALTIME
+qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
+
+problem=
+if ((!seen_end)); then
+	if grep -q 'Kernel panic' "$log"; then
+		problem="VM kernel panicked before the suite ended; see $rel_log"
+	elif [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
+		problem="VM hung: no VMSUITE-END within ${timeout_s}s; see $rel_log"
+	else
+		problem="VM exited (qemu rc=${qemu_rc:-?}) without VMSUITE-END; see $rel_log"
+	fi
+elif ((nfail == 0 && suite_rc != 0)); then
+	printf '  FAIL suite-exit the suite exited rc=%s\n' "$suite_rc"
+	nfail=$((nfail + 1))
+fi
+if [[ -z $problem ]] && ((npass + nfail + nskip == 0)); then
+	problem="the suite reported no VMTEST results; see $rel_log"
+fi
+
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+timing="prepare $(elapsed "$t0" "$t_prep")s"
+[[ -z $t_kernel ]] || timing+=", kernel $(elapsed "$t_boot0" "$t_kernel")s"
+[[ -z $t_systemd || -z $t_ready ]] || timing+=", systemd to multi-user $(elapsed "$t_systemd" "$t_ready")s"
+timing+=", total $(elapsed "$t0" "$t1")s"
+echo "vm: ${kver:-kernel ?} + systemd ($timing); log $rel_log"
+[[ -z $problem ]] || echo "vm: $problem"
+
+summary="$npass passed, $nfail failed"
+((nskip == 0)) || summary+=", $nskip skipped"
+echo "$summary"
+[[ -z $problem ]] && ((nfail == 0))

@@ -1,0 +1,629 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# suite.sh - vsockmapd under real systemd (PID 1), inside the systemd test VM. Run by
+# vsockmap-test.service; prints VMTEST lines on the serial console (tests/vm/lib.sh) and
+# "VMSUITE-END rc=N" at the end. SYSTEMD_TESTS="name ..." runs only those groups.
+#
+# The shipped units are installed in /usr/lib/systemd/system and the shipped
+# config/vsockmap.conf in /etc/vsockmap; test variations are runtime drop-ins in
+# /run/systemd/system/vsockmapd.service.d, removed after each group. A vsock echo service
+# listens on port 5000 of CID 1 (socat through vsock_loopback).
+
+# shellcheck source=tests/vm/lib.sh
+. "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+set -u
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
+
+SVC=vsockmapd.service
+DROPIN=/run/systemd/system/vsockmapd.service.d
+T=$VMTEST_TMP/systemd-suite
+mkdir -p "$T"
+
+want() {
+	[[ -z ${SYSTEMD_TESTS:-} || " $SYSTEMD_TESTS " == *" $1 "* ]]
+}
+
+prop() {
+	systemctl show -P "$2" "$1" 2>/dev/null
+}
+
+# jlog INVOCATION_ID [MATCH...]: what one run of a unit logged, message text only.
+jlog() {
+	local id=$1
+	shift
+	journalctl -q --no-pager -o cat _SYSTEMD_INVOCATION_ID="$id" "$@" 2>/dev/null
+}
+
+# wait_journal INVOCATION_ID REGEX SEC: journald works asynchronously; poll for a message.
+wait_journal() {
+	local i
+	for ((i = 0; i < $3 * 5; i++)); do
+		jlog "$1" | grep -qE -- "$2" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# dropin NAME LINES...: a runtime drop-in for vsockmapd.service, then daemon-reload.
+dropin() {
+	local name=$1
+	shift
+	mkdir -p "$DROPIN"
+	printf '%s\n' "[Service]" "$@" >"$DROPIN/$name.conf"
+	systemctl daemon-reload
+}
+
+clear_dropins() {
+	rm -rf "$DROPIN"
+	systemctl daemon-reload
+}
+
+stop_all() {
+	systemctl stop vsockmapd.socket vsockmapd-logs.socket "$SVC" 2>/dev/null
+	systemctl reset-failed "$SVC" vsockmapd.socket vsockmapd-logs.socket 2>/dev/null
+}
+
+# echo_check NAME PATH SIZE: SIZE bytes through the redirect at PATH to the vsock echo
+# service and back, verified by vsm-peer. Prints vsm-peer's total line; status as vsm-peer.
+echo_check() {
+	vsm-peer client "unix:$2" --send "$3" --after echo --timeout 60 >"$T/$1.client" 2>&1
+	local rc=$?
+	grep -m1 '^client total' "$T/$1.client" || tail -n 2 "$T/$1.client"
+	return $rc
+}
+
+# tail_of FILE: the last lines of a file, on one line, for a FAIL detail.
+tail_of() {
+	tail -n "${2:-3}" "$1" 2>/dev/null | tr '\n' ' '
+}
+
+# jtail INVOCATION_ID: the last journal lines of a run, on one line.
+jtail() {
+	jlog "$1" | tail -n "${2:-3}" | tr '\n' ' '
+}
+
+# ---- boot ------------------------------------------------------------------------------------
+
+boot_state=$(timeout 120 systemctl is-system-running --wait 2>&1)
+vmtest_log "suite start: system $boot_state at $(cut -d' ' -f1 /proc/uptime)s uptime"
+boot_time=$(systemd-analyze time 2>/dev/null | sed -n 's/^Startup finished in //p' | head -n1)
+
+test_setup() {
+	local problems=() ver bpffs missing
+	ver=$(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p')
+	[[ $(readlink /proc/1/exe) == */systemd ]] || problems+=("PID 1 is $(readlink /proc/1/exe)")
+	for m in vsock vmw_vsock_virtio_transport_common vsock_loopback; do
+		[[ -d /sys/module/$m ]] || problems+=("module $m not loaded")
+	done
+	bpffs=$(stat -f -c %T /sys/fs/bpf 2>/dev/null)
+	[[ $bpffs == bpf_fs ]] || problems+=("/sys/fs/bpf is ${bpffs:-not mounted}, not bpffs")
+	missing=$(ldd /usr/sbin/vsockmapd /usr/bin/vsockmapctl 2>&1 | grep 'not found' | tr -s ' \t\n' ' ')
+	[[ -z $missing ]] || problems+=("libraries missing in the image: $missing (rebuild it: VSOCKMAP_VM_REFRESH=1)")
+	if ((${#problems[@]})); then
+		vmtest_fail systemd-vm "${problems[*]}"
+		return 1
+	fi
+	vmtest_pass systemd-vm "systemd $ver as PID 1 ($boot_state; startup $boot_time), kernel $(uname -r), vsock modules loaded, bpffs on /sys/fs/bpf"
+}
+
+start_echo_service() {
+	systemd-run --quiet --unit=vsock-echo -p Restart=always \
+		socat VSOCK-LISTEN:5000,reuseaddr,fork EXEC:cat
+	local i
+	for ((i = 0; i < 50; i++)); do
+		socat -u /dev/null VSOCK-CONNECT:1:5000 2>/dev/null && return 0
+		sleep 0.2
+	done
+	vmtest_fail vsock-echo "socat VSOCK-LISTEN:5000 did not come up: $(journalctl -q -u vsock-echo -o cat | tail -n 2)"
+	return 1
+}
+
+# ---- 1. start: active only once the listeners exist, STATUS= -------------------------------
+
+test_start() {
+	local t0 t1 rc inv active_us missing=() late status f line_us msg lines
+	stop_all
+	t0=$(now_ms)
+	timeout 60 systemctl start "$SVC"
+	rc=$?
+	t1=$(now_ms)
+	# Right when "systemctl start" returns (Type=notify: READY=1 was received), everything exists.
+	for f in /run/vsockmap/echo.sock /run/vsockmap/logs.sock /run/vsockmap/control.sock; do
+		[[ -S $f ]] || missing+=("$f")
+	done
+	inv=$(prop "$SVC" InvocationID)
+	if ((rc != 0)) || [[ $(prop "$SVC" ActiveState)/$(prop "$SVC" SubState) != active/running ]]; then
+		vmtest_fail start-ready "systemctl start rc=$rc, state $(prop "$SVC" ActiveState)/$(prop "$SVC" SubState): $(jtail "$inv")"
+		return 1
+	fi
+	if ((${#missing[@]})); then
+		vmtest_fail start-ready "active, but not there yet: ${missing[*]}"
+		return 1
+	fi
+	# Every "listening" line was logged before systemd marked the unit active.
+	active_us=$(busctl get-property org.freedesktop.systemd1 /org/freedesktop/systemd1/unit/vsockmapd_2eservice \
+		org.freedesktop.systemd1.Unit ActiveEnterTimestamp | awk '{print $2}')
+	wait_journal "$inv" 'control socket .*: listening' 5
+	lines=0
+	late=
+	while read -r ts msg; do
+		line_us=$(awk -v t="$ts" 'BEGIN { printf "%.0f", t * 1000000 }')
+		lines=$((lines + 1))
+		((line_us <= active_us)) || late+="$msg; "
+	done < <(journalctl -q --no-pager -o short-unix _SYSTEMD_INVOCATION_ID="$inv" |
+		grep -E 'listening on|receiving datagrams on|control socket .*: listening' |
+		sed -E 's/^([0-9.]+) [^:]*: /\1 /')
+	if ((lines != 3)) || [[ -n $late ]]; then
+		vmtest_fail start-ready "expected 3 listener lines before ActiveEnterTimestamp=$active_us, got $lines; after it: ${late:-none}"
+		return 1
+	fi
+	vmtest_pass start-ready "systemctl start returned in $((t1 - t0)) ms with active (running); echo.sock, logs.sock, control.sock existed at that moment; the 3 listener log lines precede ActiveEnterTimestamp"
+	status=$(systemctl status "$SVC" --no-pager 2>&1 | sed -n 's/^ *Status: //p')
+	if [[ $status == '"2 listeners, 0 live redirects, 0 B moved"' ]]; then
+		vmtest_pass status-line "systemctl status: Status: $status"
+	else
+		vmtest_fail status-line "systemctl status shows Status: ${status:-nothing}"
+	fi
+}
+
+# STATUS= follows the live redirects and the bytes moved (refreshed every 5 s).
+test_status_refresh() {
+	local i status seen='' out
+	head -c 1000000 /dev/urandom >"$T/status.in"
+	{
+		cat "$T/status.in"
+		sleep 9
+	} | socat -t 5 - UNIX-CONNECT:/run/vsockmap/echo.sock >"$T/status.out" 2>"$T/status.err" &
+	local cpid=$!
+	for ((i = 0; i < 40; i++)); do
+		status=$(prop "$SVC" StatusText)
+		if [[ $status == "2 listeners, 1 live redirect, "*" moved" && $status != *" 0 B moved" ]]; then
+			seen=$status
+			break
+		fi
+		sleep 0.25
+	done
+	wait $cpid
+	if ! cmp -s "$T/status.in" "$T/status.out"; then
+		vmtest_fail status-refresh "1 MB echoed through echo.sock came back different: $(cmp "$T/status.in" "$T/status.out" 2>&1 | head -n1) $(tail_of "$T/status.err")"
+		return 1
+	fi
+	if [[ -z $seen ]]; then
+		vmtest_fail status-refresh "STATUS never showed the live redirect within 10 s; last: ${status:-none}"
+		return 1
+	fi
+	# Closed: back to 0 live, the bytes stay counted.
+	for ((i = 0; i < 40; i++)); do
+		out=$(prop "$SVC" StatusText)
+		[[ $out == "2 listeners, 0 live redirects, "* && $out != *" 0 B moved" ]] && break
+		sleep 0.25
+	done
+	if [[ $out != "2 listeners, 0 live redirects, "* ]]; then
+		vmtest_fail status-refresh "after the connection closed STATUS still says: $out"
+		return 1
+	fi
+	vmtest_pass status-refresh "during a transfer: \"$seen\"; after: \"$out\" (1 MB echoed, cmp ok)"
+}
+
+test_echo_hardened() {
+	local out
+	if out=$(echo_check echo-hardened /run/vsockmap/echo.sock 8M); then
+		vmtest_pass echo-hardened "8 MiB through the hardened unit to vsock CID 1 port 5000 and back: $out"
+	else
+		vmtest_fail echo-hardened "$out; daemon: $(jtail "$(prop "$SVC" InvocationID)")"
+	fi
+}
+
+test_journal_fields() {
+	local inv out
+	inv=$(prop "$SVC" InvocationID)
+	out=$(journalctl -q --no-pager -o verbose _SYSTEMD_INVOCATION_ID="$inv" REDIRECT=echo 2>&1)
+	local missing=()
+	for f in 'REDIRECT=echo' 'LISTEN=UNIX-LISTEN:/run/vsockmap/echo.sock' 'TARGET=VSOCK-CONNECT:1:5000' \
+		'PRIORITY=6' 'SYSLOG_IDENTIFIER=vsockmapd' 'MESSAGE=\[echo\] listening on /run/vsockmap/echo.sock'; do
+		grep -qE "^ *$f" <<<"$out" || missing+=("$f")
+	done
+	if ((${#missing[@]})); then
+		vmtest_fail journal-fields "journalctl REDIRECT=echo lacks ${missing[*]}: $(head -c 400 <<<"$out" | tr '\n' ' ')"
+	else
+		vmtest_pass journal-fields "journalctl REDIRECT=echo: $(grep -cE '^ *MESSAGE=' <<<"$out") message(s) with LISTEN=UNIX-LISTEN:/run/vsockmap/echo.sock TARGET=VSOCK-CONNECT:1:5000"
+	fi
+}
+
+test_sighup() {
+	local pid inv rc out
+	pid=$(prop "$SVC" MainPID)
+	inv=$(prop "$SVC" InvocationID)
+	timeout 30 systemctl reload "$SVC"
+	rc=$?
+	if ! wait_journal "$inv" 'reload is not supported yet' 10; then
+		vmtest_fail sighup "systemctl reload rc=$rc; no \"reload is not supported yet\" line: $(jtail "$inv")"
+		return 1
+	fi
+	sleep 0.5
+	if [[ $(prop "$SVC" MainPID) != "$pid" || $(prop "$SVC" ActiveState) != active ]]; then
+		vmtest_fail sighup "after SIGHUP: MainPID $(prop "$SVC" MainPID) (was $pid), $(prop "$SVC" ActiveState)"
+		return 1
+	fi
+	if ! out=$(echo_check sighup /run/vsockmap/echo.sock 1M); then
+		vmtest_fail sighup "still running, but the echo failed: $out"
+		return 1
+	fi
+	vmtest_pass sighup "systemctl reload rc=$rc; same MainPID $pid, still active, echo ok; log: $(jlog "$inv" | grep -m1 -o 'reload is not supported yet[^;]*')"
+}
+
+test_stop_clean() {
+	local inv rc left result status
+	inv=$(prop "$SVC" InvocationID)
+	timeout 60 systemctl stop "$SVC"
+	rc=$?
+	result=$(prop "$SVC" Result)
+	status=$(prop "$SVC" ExecMainStatus)
+	left=$(find /run/vsockmap -type s 2>/dev/null | tr '\n' ' ')
+	if ((rc != 0)) || [[ $result != success || $status != 0 || -n $left ]]; then
+		vmtest_fail stop-clean "systemctl stop rc=$rc, Result=$result, exit status $status, socket files left: ${left:-none}; $(jtail "$inv")"
+	else
+		vmtest_pass stop-clean "systemctl stop: Result=success, exit status 0, no socket file left in /run/vsockmap; last log: $(jlog "$inv" | grep -v '^$' | tail -n 1)"
+	fi
+}
+
+# ---- 2. socket activation ----------------------------------------------------------------------
+
+test_socket_activation() {
+	local out inv i state
+	stop_all
+	if ! timeout 30 systemctl start vsockmapd.socket vsockmapd-logs.socket; then
+		vmtest_fail socket-activation "the socket units did not start: $(journalctl -q -u vsockmapd.socket -o cat | tail -n 2)"
+		return 1
+	fi
+	state=$(prop "$SVC" ActiveState)
+	if [[ ! -S /run/vsockmap/echo.sock || ! -S /run/vsockmap/logs.sock || $state != inactive ]]; then
+		vmtest_fail socket-activation "after starting the sockets: echo.sock $([[ -S /run/vsockmap/echo.sock ]] && echo ok || echo missing), logs.sock $([[ -S /run/vsockmap/logs.sock ]] && echo ok || echo missing), vsockmapd $state"
+		return 1
+	fi
+	# The first client starts the daemon.
+	if ! out=$(echo_check activation /run/vsockmap/echo.sock 4M); then
+		vmtest_fail socket-activation "client through the activated socket: $out; vsockmapd: $(prop "$SVC" ActiveState); $(jtail "$(prop "$SVC" InvocationID)")"
+		return 1
+	fi
+	inv=$(prop "$SVC" InvocationID)
+	wait_journal "$inv" 'logs.*socket passed by systemd' 5
+	local passed
+	passed=$(jlog "$inv" | grep -c 'socket passed by systemd')
+	if [[ $(prop "$SVC" ActiveState) != active || $passed != 2 ]]; then
+		vmtest_fail socket-activation "vsockmapd $(prop "$SVC" ActiveState), $passed listeners from systemd (want 2): $(jtail "$inv" 5)"
+		return 1
+	fi
+	vmtest_pass socket-activation "vsockmapd started by the first connection to vsockmapd.socket; 4 MiB echoed via vsock: $out; both sockets taken from systemd ($(jlog "$inv" | grep -m1 -o 'systemd passed [0-9]* sockets'))"
+}
+
+# Datagrams sent while vsockmapd is not running wait in the activated socket and start it.
+test_socket_activation_dgram() {
+	local inv rc src i
+	timeout 30 systemctl stop "$SVC"
+	if [[ $(prop vsockmapd-logs.socket ActiveState) != active || $(prop "$SVC" ActiveState) != inactive ]]; then
+		vmtest_fail socket-activation-dgram "logs socket $(prop vsockmapd-logs.socket ActiveState), vsockmapd $(prop "$SVC" ActiveState)"
+		return 1
+	fi
+	rm -f "$T/sink.ready"
+	vsm-peer server vsock:any:5001 --sink --count 1 --seed 11 --expect 200K --timeout 60 \
+		--ready-file "$T/sink.ready" >"$T/sink.out" 2>&1 &
+	local spid=$!
+	wait_for_file "$T/sink.ready" 10
+	vsm-peer client unix-dgram:/run/vsockmap/logs.sock --seed 11 --dgram-count 50 --msg-size 4K \
+		--timeout 30 >"$T/dgram.client" 2>&1
+	rc=$?
+	for ((i = 0; i < 50; i++)); do
+		[[ $(prop "$SVC" ActiveState) == active ]] && break
+		sleep 0.2
+	done
+	inv=$(prop "$SVC" InvocationID)
+	sleep 2
+	# The target sees EOF when the daemon stops.
+	timeout 30 systemctl stop "$SVC"
+	wait $spid
+	src=$?
+	if ((rc != 0 || src != 0)); then
+		vmtest_fail socket-activation-dgram "client rc=$rc ($(tail_of "$T/dgram.client" 1)), sink rc=$src ($(tail_of "$T/sink.out" 2)); $(jtail "$inv")"
+		return 1
+	fi
+	vmtest_pass socket-activation-dgram "50 datagrams of 4 KiB sent to vsockmapd-logs.socket while vsockmapd was stopped started it and arrived in order: $(grep -m1 '^server total' "$T/sink.out")"
+}
+
+test_socket_activation_stop() {
+	local left
+	timeout 30 systemctl stop vsockmapd.socket vsockmapd-logs.socket "$SVC"
+	left=$(find /run/vsockmap -type s 2>/dev/null | tr '\n' ' ')
+	if [[ -n $left ]]; then
+		vmtest_fail socket-activation-stop "socket files left after stopping the sockets and the service: $left"
+	else
+		vmtest_pass socket-activation-stop "stopping vsockmapd.socket, vsockmapd-logs.socket and the service leaves no socket file"
+	fi
+}
+
+# A socket that does not fit the configuration stops vsockmapd with a message naming it.
+# activation_error NAME REGEX TRIGGER SOCKET-PROPERTIES...
+activation_error() {
+	local name=$1 regex=$2 trigger=$3 unit=sa-$1 inv
+	shift 3
+	systemctl stop "$unit.socket" "$unit.service" 2>/dev/null
+	systemctl reset-failed "$unit.socket" "$unit.service" 2>/dev/null
+	local props=()
+	for p in "$@"; do props+=(--socket-property="$p"); done
+	if ! systemd-run --quiet --unit="$unit" "${props[@]}" -p Type=notify \
+		/usr/sbin/vsockmapd -c /etc/vsockmap/vsockmap.conf 2>"$T/$unit.err"; then
+		vmtest_fail "activation-$name" "systemd-run: $(tail_of "$T/$unit.err")"
+		return 1
+	fi
+	eval "$trigger" >/dev/null 2>&1
+	inv=$(prop "$unit.service" InvocationID)
+	wait_journal "$inv" "$regex" 15
+	# The socket would start it again and again (pending data): stop it, then look at the
+	# first run's exit.
+	systemctl stop "$unit.socket" "$unit.service" 2>/dev/null
+	local line exited
+	line=$(jlog "$inv" | grep -m1 -E -- "$regex")
+	exited=$(journalctl -q --no-pager -o cat -u "$unit.service" | grep -m1 'Main process exited')
+	systemctl reset-failed "$unit.socket" "$unit.service" 2>/dev/null
+	if [[ -z $line || $exited != *status=1/FAILURE* ]]; then
+		vmtest_fail "activation-$name" "${exited:-no exit seen}; no /$regex/ in: $(jtail "$inv" 4)"
+		return 1
+	fi
+	vmtest_pass "activation-$name" "exit status 1: $line"
+}
+
+test_activation_errors() {
+	stop_all
+	activation_error unknown-name 'passed socket "bogus" \(fd 3\), which matches no section' \
+		'socat -u /dev/null UNIX-CONNECT:/run/sa/bogus.sock' \
+		ListenStream=/run/sa/bogus.sock FileDescriptorName=bogus
+	activation_error wrong-type 'socket "echo" passed by systemd is a datagram .* but \[echo\] listens with UNIX-LISTEN' \
+		'echo x | socat -u - UNIX-SENDTO:/run/vsockmap/echo.sock' \
+		ListenDatagram=/run/vsockmap/echo.sock FileDescriptorName=echo
+	activation_error wrong-path 'socket "echo" passed by systemd is bound to /run/sa/other.sock, but \[echo\] listens on /run/vsockmap/echo.sock' \
+		'socat -u /dev/null UNIX-CONNECT:/run/sa/other.sock' \
+		ListenStream=/run/sa/other.sock FileDescriptorName=echo
+	rm -rf /run/sa
+}
+
+# ---- 5. watchdog -------------------------------------------------------------------------------
+
+test_watchdog() {
+	local pid inv i newpid restarts0 restarts
+	stop_all
+	dropin watchdog WatchdogSec=3s RestartSec=500ms TimeoutAbortSec=2s
+	if ! timeout 60 systemctl start "$SVC"; then
+		vmtest_fail watchdog "start with WatchdogSec=3s failed: $(jtail "$(prop "$SVC" InvocationID)")"
+		clear_dropins
+		return 1
+	fi
+	pid=$(prop "$SVC" MainPID)
+	inv=$(prop "$SVC" InvocationID)
+	restarts0=$(prop "$SVC" NRestarts)
+	# Alive for three periods: WATCHDOG=1 keeps coming from the event loop.
+	sleep 9
+	if [[ $(prop "$SVC" MainPID) != "$pid" || $(prop "$SVC" NRestarts) != "$restarts0" ]]; then
+		vmtest_fail watchdog-keepalive "a running daemon was restarted: MainPID $pid -> $(prop "$SVC" MainPID); $(journalctl -q -u "$SVC" -o cat | grep -i watchdog | tail -n 1)"
+		clear_dropins
+		return 1
+	fi
+	vmtest_pass watchdog-keepalive "WatchdogSec=3s: same MainPID after 9 s ($(jlog "$inv" | grep -m1 -o 'systemd watchdog: .*'))"
+	kill -STOP "$pid"
+	for ((i = 0; i < 150; i++)); do
+		newpid=$(prop "$SVC" MainPID)
+		if [[ $newpid != "$pid" && $newpid != 0 && $(prop "$SVC" ActiveState) == active ]]; then
+			break
+		fi
+		sleep 0.2
+	done
+	restarts=$(prop "$SVC" NRestarts)
+	kill -CONT "$pid" 2>/dev/null
+	local why
+	why=$(journalctl -q --no-pager -o cat -u "$SVC" | grep -m1 -i 'watchdog timeout')
+	if [[ $newpid == "$pid" || $newpid == 0 || $(prop "$SVC" ActiveState) != active || -z $why ]]; then
+		vmtest_fail watchdog "after SIGSTOP: MainPID $pid -> ${newpid:-?}, $(prop "$SVC" ActiveState), NRestarts $restarts0 -> $restarts, systemd said: ${why:-no watchdog timeout}"
+	elif ! out=$(echo_check watchdog /run/vsockmap/echo.sock 1M); then
+		vmtest_fail watchdog "restarted, but the echo failed: $out"
+	else
+		vmtest_pass watchdog "SIGSTOP'd daemon restarted by systemd in $((i / 5)).$((i % 5 * 2)) s: \"$why\"; MainPID $pid -> $newpid, NRestarts $restarts0 -> $restarts, echo ok"
+	fi
+	stop_all
+	clear_dropins
+}
+
+# ---- capabilities and the system call filter ---------------------------------------------------
+
+# cap_case NAME EXPECT(ok|fail) REGEX CONFIG DROPIN-LINES...: start the shipped unit with
+# CONFIG and the extra lines; it must reach active (and log REGEX) or fail (logging REGEX).
+cap_case() {
+	local name=$1 expect=$2 regex=$3 conf=$4 rc inv line state out=
+	shift 4
+	stop_all
+	dropin caps "ExecStart=" "ExecStart=/usr/sbin/vsockmapd -c $conf" "$@"
+	timeout 60 systemctl start "$SVC" 2>/dev/null
+	rc=$?
+	inv=$(prop "$SVC" InvocationID)
+	state=$(prop "$SVC" ActiveState)
+	wait_journal "$inv" "$regex" 5
+	line=$(jlog "$inv" | grep -m1 -E -- "$regex")
+	if [[ $expect == ok && $rc == 0 && $state == active ]]; then
+		out=$(echo_check "cap-$name" /run/vsockmap/cap.sock 1M) || {
+			vmtest_fail "$name" "active, but the echo failed: $out"
+			stop_all
+			return 1
+		}
+	fi
+	stop_all
+	clear_dropins
+	if [[ -z $line ]]; then
+		vmtest_fail "$name" "start rc=$rc, $state; no /$regex/: $(jtail "$inv" 4)"
+	elif [[ $expect == ok && ($rc != 0 || $state != active) ]]; then
+		vmtest_fail "$name" "expected to run, got rc=$rc, $state: $(jtail "$inv" 3)"
+	elif [[ $expect == fail && $rc == 0 ]]; then
+		vmtest_fail "$name" "expected to fail, but it started: $line"
+	elif [[ $expect == ok ]]; then
+		vmtest_pass "$name" "active, 1 MiB echoed ($out); $line"
+	else
+		vmtest_pass "$name" "start refused as expected: $line"
+		# The kernel's reason, for the record (verifier log lines, libbpf errors).
+		jlog "$inv" | grep -E 'unknown func|helper|not permitted|must be|invalid' | head -n 4 |
+			while IFS= read -r l; do vmtest_log "$name: $l"; done
+	fi
+}
+
+test_capabilities() {
+	cat >/etc/vsockmap/cap.conf <<-'EOF'
+		[daemon]
+		control = /run/vsockmap/cap-control.sock
+		[cap]
+		listen  = UNIX-LISTEN:/run/vsockmap/cap.sock
+		connect = VSOCK-CONNECT:1:5000
+	EOF
+	sed 's|^listen  = UNIX-LISTEN:/run/vsockmap/cap.sock$|&,group=nogroup,mode=0660|' \
+		/etc/vsockmap/cap.conf >/etc/vsockmap/cap-group.conf
+	local shipped
+	shipped=$(prop "$SVC" CapabilityBoundingSet)
+	vmtest_log "shipped CapabilityBoundingSet: $shipped"
+	cap_case cap-shipped ok 'drain signal: queue iterator' /etc/vsockmap/cap.conf
+	# The verdict itself reads unix_sock->peer with bpf_probe_read_kernel, a perfmon helper.
+	cap_case cap-no-perfmon fail "unknown func|prog 'vsockmap_verdict': failed to load" \
+		/etc/vsockmap/cap.conf "CapabilityBoundingSet=~CAP_PERFMON"
+	cap_case cap-no-bpf fail 'Operation not permitted|EPERM' /etc/vsockmap/cap.conf \
+		"CapabilityBoundingSet=~CAP_BPF"
+	cap_case cap-no-net-admin fail 'Operation not permitted|EPERM' /etc/vsockmap/cap.conf \
+		"CapabilityBoundingSet=~CAP_NET_ADMIN"
+	cap_case cap-group-needs-chown fail 'cap.sock: chown: Operation not permitted' \
+		/etc/vsockmap/cap-group.conf
+	cap_case cap-group-with-chown ok 'listening on /run/vsockmap/cap.sock' \
+		/etc/vsockmap/cap-group.conf "CapabilityBoundingSet=CAP_CHOWN"
+	cap_case syscall-filter-needs-bpf fail 'Operation not permitted|EPERM' /etc/vsockmap/cap.conf \
+		"SystemCallFilter=" "SystemCallFilter=@system-service"
+	# AF_INET and IPAddressAllow=localhost: a TCP-CONNECT target on this machine still works.
+	sed 's|^connect = VSOCK-CONNECT:1:5000$|connect = TCP-CONNECT:127.0.0.1:7000|' \
+		/etc/vsockmap/cap.conf >/etc/vsockmap/cap-tcp.conf
+	systemd-run --quiet --unit=tcp-echo socat TCP-LISTEN:7000,bind=127.0.0.1,reuseaddr,fork EXEC:cat
+	sleep 1
+	cap_case hardened-tcp-localhost ok 'listening on /run/vsockmap/cap.sock' /etc/vsockmap/cap-tcp.conf
+	systemctl stop tcp-echo 2>/dev/null
+	test_protect_proc
+}
+
+# ProtectProc=invisible (hidepid=invisible) exempts the proc mount's group, gid 0: the daemon
+# still reads the names of other users' clients.
+test_protect_proc() {
+	local json nobody root
+	sed 's|^listen  = UNIX-LISTEN:/run/vsockmap/cap.sock$|&,mode=0666|' /etc/vsockmap/cap.conf \
+		>/etc/vsockmap/cap-public.conf
+	stop_all
+	dropin caps "ExecStart=" "ExecStart=/usr/sbin/vsockmapd -c /etc/vsockmap/cap-public.conf"
+	if ! timeout 60 systemctl start "$SVC"; then
+		vmtest_fail protect-proc "start failed: $(jtail "$(prop "$SVC" InvocationID)")"
+		clear_dropins
+		return 1
+	fi
+	sleep 5 | setpriv --reuid=65534 --regid=65534 --clear-groups \
+		socat -u - UNIX-CONNECT:/run/vsockmap/cap.sock &
+	sleep 5 | socat -u - UNIX-CONNECT:/run/vsockmap/cap.sock &
+	sleep 2
+	json=$(vsockmapctl -s /run/vsockmap/cap-control.sock -j list 2>&1)
+	wait
+	stop_all
+	clear_dropins
+	nobody=$(grep -o '"client":{[^}]*"uid":65534[^}]*}' <<<"$json")
+	root=$(grep -o '"client":{[^}]*"uid":0[^}]*}' <<<"$json")
+	if [[ $nobody == *'"comm":"socat"'* && $root == *'"comm":"socat"'* ]]; then
+		vmtest_pass protect-proc "with ProtectProc=invisible the daemon still names other users' clients: $nobody, $root"
+	else
+		vmtest_fail protect-proc "vsockmapctl list: $json"
+	fi
+}
+
+# ---- rate-limited errors -----------------------------------------------------------------------
+
+test_ratelimit() {
+	local inv i n sup
+	cat >/etc/vsockmap/refused.conf <<-'EOF'
+		[refused]
+		listen  = UNIX-LISTEN:/run/vsockmap/refused.sock
+		connect = VSOCK-CONNECT:1:5999
+	EOF
+	stop_all
+	dropin ratelimit "ExecStart=" "ExecStart=/usr/sbin/vsockmapd -c /etc/vsockmap/refused.conf"
+	if ! timeout 60 systemctl start "$SVC"; then
+		vmtest_fail ratelimit "start failed: $(jtail "$(prop "$SVC" InvocationID)")"
+		clear_dropins
+		return 1
+	fi
+	inv=$(prop "$SVC" InvocationID)
+	for ((i = 0; i < 30; i++)); do
+		socat -u /dev/null UNIX-CONNECT:/run/vsockmap/refused.sock 2>/dev/null
+	done
+	# The window is 10 s; the summary comes with the next 5 s status tick after it.
+	wait_journal "$inv" 'suppressed [0-9]+ similar messages' 25
+	sleep 1
+	n=$(jlog "$inv" | grep -v suppressed | grep -c 'VSOCK-CONNECT:1:5999')
+	sup=$(jlog "$inv" | grep -m1 -o 'suppressed [0-9]* similar messages in the last [0-9]* s')
+	stop_all
+	clear_dropins
+	if [[ $n == 10 && $sup == "suppressed 20 similar messages"* ]]; then
+		vmtest_pass ratelimit "30 refused connects: 10 warnings logged, then \"$sup\""
+	else
+		vmtest_fail ratelimit "30 refused connects: $n warnings logged (want 10), summary: ${sup:-none}"
+	fi
+}
+
+# ---- 6. systemd-analyze --------------------------------------------------------------------------
+
+test_analyze() {
+	local out score bad
+	out=$(systemd-analyze security --no-pager "$SVC" 2>&1)
+	score=$(sed -n 's/.*Overall exposure level for vsockmapd.service: \([0-9.]*\).*/\1/p' <<<"$out")
+	bad=$(grep '✗' <<<"$out" | awk '{print $2}' | tr '\n' ' ')
+	printf '%s\n' "$out" | grep -E '✗|Overall' | while IFS= read -r l; do vmtest_log "security: $l"; done
+	if [[ -z $score ]]; then
+		vmtest_fail analyze-security "no score: $(tail -n 2 <<<"$out")"
+	elif awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+		vmtest_pass analyze-security "exposure $score (<= 2.0); still exposed: $bad"
+	else
+		vmtest_fail analyze-security "exposure $score > 2.0; exposed: $bad"
+	fi
+	# --man=no: the image carries no man pages.
+	out=$(systemd-analyze verify --man=no /usr/lib/systemd/system/vsockmapd.service \
+		/usr/lib/systemd/system/vsockmapd.socket /usr/lib/systemd/system/vsockmapd-logs.socket 2>&1)
+	if [[ $? == 0 && -z $out ]]; then
+		vmtest_pass analyze-verify "systemd-analyze verify: vsockmapd.service, vsockmapd.socket, vsockmapd-logs.socket clean"
+	else
+		vmtest_fail analyze-verify "$(tr '\n' ' ' <<<"$out")"
+	fi
+}
+
+# ---- run -------------------------------------------------------------------------------------
+
+rc=0
+test_setup || rc=1
+start_echo_service || rc=1
+if want start; then
+	if test_start; then
+		test_status_refresh
+		test_echo_hardened
+		test_journal_fields
+		test_sighup
+		test_stop_clean
+	fi
+fi
+if want activation; then
+	test_socket_activation && test_socket_activation_dgram
+	test_socket_activation_stop
+	test_activation_errors
+fi
+want watchdog && test_watchdog
+want capabilities && test_capabilities
+want ratelimit && test_ratelimit
+want analyze && test_analyze
+stop_all
+grep -q '^VMTEST FAIL' "$VMTEST_RESULTS" 2>/dev/null && rc=1
+vmtest_log "suite done at $(cut -d' ' -f1 /proc/uptime)s uptime"
+printf 'VMSUITE-END rc=%s\n' "$rc" >"$VMTEST_CONSOLE"
+exit 0
