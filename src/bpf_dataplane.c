@@ -10,7 +10,11 @@
 
 #include "bpf_dataplane.h"
 #include "log.h"
+#include "util.h"
 #include "vsockmap.skel.h"
+
+/* How long one pass of the queue iterator answers for (drain polls come every 2 ms). */
+#define QUEUE_CACHE_USEC 1000
 
 struct dataplane {
 	struct vsockmap_bpf *skel;
@@ -21,6 +25,9 @@ struct dataplane {
 	struct vsockmap_counters *percpu; /* scratch for counter reads, ncpus entries */
 	uint32_t *free_slots;		  /* stack of unused slots */
 	uint32_t n_free;
+	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
+	size_t n_queues, queues_cap;
+	uint64_t queues_usec;
 };
 
 struct dgram_plane {
@@ -157,6 +164,7 @@ void dataplane_close(struct dataplane *dp)
 	vsockmap_bpf__destroy(dp->skel);
 	free(dp->free_slots);
 	free(dp->percpu);
+	free(dp->queues);
 	free(dp);
 }
 
@@ -256,19 +264,28 @@ int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 	return 0;
 }
 
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, struct vsockmap_queue_info *out)
+static int queue_info_cmp(const void *a, const void *b)
+{
+	const struct vsockmap_queue_info *x = a, *y = b;
+
+	return x->cookie < y->cookie ? -1 : x->cookie > y->cookie;
+}
+
+/*
+ * One pass of the iterator over every destination, kept for QUEUE_CACHE_USEC: a thousand
+ * redirects draining at once would otherwise walk the whole map a thousand times per tick.
+ */
+static int refresh_queues(struct dataplane *dp)
 {
 	union bpf_iter_link_info linfo = {};
 	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
 		    .link_info_len = sizeof(linfo));
-	struct vsockmap_queue_info info;
+	struct vsockmap_queue_info info, *grown;
 	struct bpf_link *link;
-	int iter_fd, err = -ENOENT;
+	int iter_fd, err = 0;
 	ssize_t n;
 
-	if (!dp->features.iterator)
-		return -EOPNOTSUPP;
-	dp->skel->bss->iter_cookie = cookie;
+	dp->skel->bss->iter_cookie = 0;
 	linfo.map.map_fd = bpf_map__fd(dp->skel->maps.egress);
 	link = bpf_program__attach_iter(dp->skel->progs.vsockmap_queues, &opts);
 	if (!link)
@@ -278,18 +295,50 @@ int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, struct vsockmap_
 		err = -errno;
 		goto out_link;
 	}
+	dp->n_queues = 0;
 	while ((n = read(iter_fd, &info, sizeof(info))) == sizeof(info)) {
-		if (info.cookie == cookie) {
-			*out = info;
-			err = 0;
+		if (dp->n_queues == dp->queues_cap) {
+			size_t cap = dp->queues_cap ? dp->queues_cap * 2 : 256;
+
+			grown = realloc(dp->queues, cap * sizeof(*grown));
+			if (!grown) {
+				err = -ENOMEM;
+				break;
+			}
+			dp->queues = grown;
+			dp->queues_cap = cap;
 		}
+		dp->queues[dp->n_queues++] = info;
 	}
 	if (n < 0)
 		err = -errno;
 	close(iter_fd);
+	qsort(dp->queues, dp->n_queues, sizeof(*dp->queues), queue_info_cmp);
+	dp->queues_usec = err ? 0 : now_usec();
 out_link:
 	bpf_link__destroy(link);
 	return err;
+}
+
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t not_before_usec,
+			 struct vsockmap_queue_info *out)
+{
+	struct vsockmap_queue_info key = { .cookie = cookie }, *found;
+	int err;
+
+	if (!dp->features.iterator)
+		return -EOPNOTSUPP;
+	if (!dp->queues_usec || dp->queues_usec <= not_before_usec ||
+	    now_usec() - dp->queues_usec >= QUEUE_CACHE_USEC) {
+		err = refresh_queues(dp);
+		if (err)
+			return err;
+	}
+	found = bsearch(&key, dp->queues, dp->n_queues, sizeof(key), queue_info_cmp);
+	if (!found)
+		return -ENOENT;
+	*out = *found;
+	return 0;
 }
 
 int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out)

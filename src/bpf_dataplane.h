@@ -45,8 +45,12 @@ struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32
 int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 		       struct vsockmap_counters *sum);
 
-/* Queue lengths of one destination. -EOPNOTSUPP without the iterator, -ENOENT if absent. */
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, struct vsockmap_queue_info *out);
+/*
+ * Queue lengths of one destination, from an iterator pass made after not_before_usec (and at
+ * most 1 ms old). -EOPNOTSUPP without the iterator, -ENOENT if absent.
+ */
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t not_before_usec,
+			 struct vsockmap_queue_info *out);
 
 /* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */
 int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out);

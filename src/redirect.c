@@ -215,7 +215,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, &qi)) {
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, now_usec(), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -343,7 +343,7 @@ static int link_pair(struct redirect *r)
 
 static int on_connected(struct redirect *r)
 {
-	int err, i;
+	int err;
 
 	r->connecting = false;
 	err = socket_error(r->ep[TARGET].fd);
@@ -352,12 +352,6 @@ static int on_connected(struct redirect *r)
 	err = link_pair(r);
 	if (err)
 		return redirect_fail(r, err, "adding the pair to the sockhash for");
-	for (i = 0; i < 2; i++) {
-		r->dir[i].buf = malloc(SYNC_BUF_SIZE);
-		r->dir[i].buf_size = SYNC_BUF_SIZE;
-		if (!r->dir[i].buf)
-			return redirect_fail(r, -ENOMEM, "buffer for");
-	}
 	r->dir[CLIENT].state = DIR_SYNC;
 	r->dir[TARGET].state = DIR_COPY;
 	log_debug("[%s] redirect %" PRIu64 ": connected", r->l->rc->name, r->id);
@@ -428,6 +422,13 @@ static ssize_t forward_some(struct redirect *r, int src)
 
 	if (!flush_buf(r, src))
 		return -EAGAIN;
+	if (!dir->buf) {
+		/* Only while the daemon carries bytes: an idle redirect holds no buffer. */
+		dir->buf = malloc(SYNC_BUF_SIZE);
+		if (!dir->buf)
+			return -ENOMEM;
+		dir->buf_size = SYNC_BUF_SIZE;
+	}
 	shut = peer_shut_down(r->ep[src].fd);
 	do
 		n = recv(r->ep[src].fd, dir->buf, SYNC_BUF_SIZE, MSG_DONTWAIT);
@@ -451,6 +452,17 @@ static ssize_t forward_some(struct redirect *r, int src)
  * was attached: each later send moves the oldest one on, so the stream stays in order but
  * runs that many skbs behind, and at EOF the daemon forwards the rest (dir_drain()).
  */
+/* The kernel carries the direction now: give the buffer back. */
+static void dir_set_open(struct direction *dir)
+{
+	dir->state = DIR_OPEN;
+	if (!dir_pending(dir)) {
+		free(dir->buf);
+		dir->buf = NULL;
+		dir->buf_size = 0;
+	}
+}
+
 static void dir_sync(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -477,7 +489,7 @@ static void dir_sync(struct redirect *r, int src)
 		return;
 	}
 	ep->in_map = true;
-	dir->state = DIR_OPEN;
+	dir_set_open(dir);
 	n = socket_inq(ep->fd);
 	if (n > 0) {
 		r->d->late_inserts++;
@@ -653,7 +665,8 @@ static bool dir_drained(struct redirect *r, int src)
 			 r->d->cfg.daemon.drain_timeout_ms);
 		return true;
 	}
-	err = dataplane_queue_info(r->d->dp, dst->cookie, &qi);
+	/* A pass made before this drain began could predate the last redirected skbs. */
+	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_started_usec, &qi);
 	if (!err)
 		return !qi.backlog_skbs && !qi.partial_bytes;
 	if (err == -ENOENT)
@@ -735,7 +748,7 @@ static void dir_catchup(struct redirect *r, int src)
 		return;
 	}
 	if (now_usec() - dir->gate_usec >= VERDICT_GRACE_USEC)
-		dir->state = DIR_OPEN;
+		dir_set_open(dir);
 }
 
 static void dir_drain(struct redirect *r, int src)
