@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Run the test layers (default: unit host sanitize vm systemd) and end with "N passed, N failed".
+# Run the test layers (default: unit host sanitize vm systemd bench) and end with
+# "N passed, N failed".
 #   unit      cmocka tests of the parsers and the control protocol
 #   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
 #   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)
 #   vm        real vsock in the QEMU test VM (tests/vm/run-suites.sh)
 #   systemd   the daemon and its units under systemd as PID 1, in the VM (tests/systemd/run.sh)
+#   bench     make bench's own self-test: tiny sizes, checks the harness, never the numbers
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=tests/lib/summary.sh
 . tests/lib/summary.sh
 
 layers=("$@")
-((${#layers[@]})) || layers=(unit host sanitize vm systemd)
+((${#layers[@]})) || layers=(unit host sanitize vm systemd bench)
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
@@ -78,6 +80,10 @@ for layer in "${layers[@]}"; do
 	systemd)
 		tests/systemd/run.sh | tee "$tmp"
 		summary_add "$tmp" systemd
+		;;
+	bench)
+		bench/run.sh --selftest 2>&1 | tee "$tmp"
+		summary_add "$tmp" "bench self-test"
 		;;
 	*)
 		echo "run-all: unknown layer $layer" >&2

@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# bench/run.sh - `make bench`: vsockmapd against socat, systemd-socket-proxyd and no relay
+# at all, on this machine (unix to unix, unix to TCP) and in the test VM (unix to vsock),
+# every mode in turn in the same run or boot, each scenario repeated. Prints the tables,
+# writes bench/results.json (every run) and bench/results.png. bench/README.md explains.
+#
+#	bench/run.sh               the full bench (under 20 minutes on 2 cores)
+#	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (under 3 minutes)
+#	bench/run.sh --selftest    tiny sizes, a subset; checks the harness, not the numbers
+#	bench/run.sh --part host|vm   one part only (the tables still cover what ran)
+#	bench/run.sh --report      redo the tables, JSON and PNG from the last raw results
+#
+# Performance is reported, never asserted: the exit status says whether every mode that
+# can run produced verified numbers (and, with --selftest, whether the outputs exist).
+
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$PWD
+OUT=$ROOT/.output
+BENCH_OUT=$OUT/bench
+RESULTS_JSON=$ROOT/bench/results.json
+RESULTS_PNG=$ROOT/bench/results.png
+RAW=$BENCH_OUT/raw.jsonl
+
+usage() {
+	sed -n '4,16s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+selftest=0 report_only=0 parts="host vm"
+while (($#)); do
+	case $1 in
+	--selftest) selftest=1 ;;
+	--report) report_only=1 ;;
+	--part)
+		(($# >= 2)) || usage
+		parts=$2
+		shift
+		;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+	shift
+done
+QUICK=${QUICK:-0}
+[[ $QUICK == 1 ]] || QUICK=0
+
+# ---- profiles -------------------------------------------------------------------------------
+# Each run of a throughput scenario lasts 1-2 s or more for the fastest mode in the full
+# profile (direct unix at ~5 GB/s: 6 GiB; direct vsock in the TCG VM at ~100 MB/s: 128 MiB).
+MODES_HOST_UU="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
+MODES_HOST_UT="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
+MODES_VM="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
+VM_SCENARIOS="uds-vsock uds-vsock-x8 dgram-vsock vsock-uds"
+CONN_CONCURRENCY=8
+if ((selftest)); then
+	profile=selftest
+	REPS=3 CONN_REPS=3 HOST_BYTES=$((16 << 20)) VM_BYTES=$((4 << 20)) VM_PAR_BYTES=$((1 << 20))
+	HOST_PP=500 HOST_PP_WARMUP=50 VM_PP=100 VM_PP_WARMUP=10
+	HOST_CONNS=100 VM_CONNS=50 HOST_HOLD="100" VM_HOLD="100"
+	VM_SCENARIOS="uds-vsock dgram-vsock vsock-uds"
+	VM_TIMEOUT=150
+	export BENCH_SETTLE=0.3 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=30
+elif ((QUICK)); then
+	profile=quick
+	REPS=3 CONN_REPS=3 HOST_BYTES=$((512 << 20)) VM_BYTES=$((24 << 20)) VM_PAR_BYTES=$((3 << 20))
+	HOST_PP=5000 HOST_PP_WARMUP=500 VM_PP=500 VM_PP_WARMUP=50
+	HOST_CONNS=1000 VM_CONNS=150 HOST_HOLD="1000" VM_HOLD="1000"
+	VM_TIMEOUT=400
+	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=60
+else
+	profile=full
+	# Connection setup in the VM costs socat a fork under TCG (~8 ms): 3 rounds of 2,000.
+	REPS=5 CONN_REPS=3 HOST_BYTES=$((6 << 30)) VM_BYTES=$((128 << 20)) VM_PAR_BYTES=$((16 << 20))
+	HOST_PP=20000 HOST_PP_WARMUP=1000 VM_PP=2000 VM_PP_WARMUP=200
+	HOST_CONNS=2000 VM_CONNS=2000 HOST_HOLD="1000 10000" VM_HOLD="1000 10000"
+	VM_TIMEOUT=1100
+	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=20 BENCH_HOLD_TIMEOUT=120
+fi
+
+log() {
+	printf 'bench: %s\n' "$*" >&2
+}
+
+elapsed_since() { # EPOCHREALTIME at the start: whole seconds since
+	awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a + 0.5 }'
+}
+
+fmt_duration() { # SECONDS
+	printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+}
+
+# ---- the host part --------------------------------------------------------------------------
+
+# A free TCP port on 127.0.0.1 for the unix->TCP target (nothing answers a connect there).
+free_port() {
+	local p
+	for p in $(seq 47310 47390); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# host_scenario SCENARIO MODES TARGET_KIND: one host part, in a scratch directory.
+host_scenario() {
+	local scen=$1 port
+	export BENCH_PART=host BENCH_DIR=$HOST_TMP/$scen BENCH_MODES=$2
+	mkdir -p "$BENCH_DIR"
+	if [[ $3 == unix ]]; then
+		BENCH_TARGET_LISTEN=unix:$BENCH_DIR/target.sock
+		BENCH_TARGET_DIRECT=$BENCH_TARGET_LISTEN
+		BENCH_TARGET_SOCAT=UNIX-CONNECT:$BENCH_DIR/target.sock
+		BENCH_TARGET_DAEMON=$BENCH_TARGET_SOCAT
+		BENCH_TARGET_PROXYD=$BENCH_DIR/target.sock
+	else
+		port=$(free_port) || {
+			log "no free TCP port in 47310-47390"
+			return 1
+		}
+		BENCH_TARGET_LISTEN=tcp:127.0.0.1:$port
+		BENCH_TARGET_DIRECT=$BENCH_TARGET_LISTEN
+		BENCH_TARGET_SOCAT=TCP:127.0.0.1:$port
+		BENCH_TARGET_DAEMON=TCP-CONNECT:127.0.0.1:$port
+		BENCH_TARGET_PROXYD=127.0.0.1:$port
+	fi
+	log "host $scen: modes $BENCH_MODES"
+	bench_part_start
+	bench_scenario "$scen" stream "$REPS" "$HOST_BYTES" 1
+	bench_pingpong_phase "$scen" "$REPS" "$HOST_PP" "$HOST_PP_WARMUP" "$HOST_CONNS" \
+		"$CONN_CONCURRENCY" "$CONN_REPS"
+	if [[ $3 == unix ]]; then
+		# shellcheck disable=SC2086 # a list of counts
+		bench_memory_phase "$scen" $HOST_HOLD
+	else
+		bench_stop_pid "$PINGPONG_PID" pingpong-server
+	fi
+	bench_part_stop
+}
+
+host_part() {
+	local t0=$EPOCHREALTIME
+	HOST_TMP=$(mktemp -d /tmp/vsockmap-bench.XXXXXX)
+	export BENCH_RESULTS=$BENCH_OUT/host.jsonl BENCH_TOOL=$OUT/tools/vsm-bench
+	export BENCH_DAEMON=$OUT/vsockmapd BENCH_CTL=$OUT/vsockmapctl
+	: >"$BENCH_RESULTS"
+	# shellcheck source=bench/lib.sh
+	. bench/lib.sh
+	bench_emit "{\"part\":\"host\",\"metric\":\"machine\",\"kernel\":\"$(uname -r)\",\"cpus\":$(nproc),\"mem_kb\":$(bench_meminfo MemTotal),\"nofile\":\"$(ulimit -n)\",\"socat\":\"$(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/\1/p')\",\"systemd\":\"$(systemd-socket-activate --version 2>/dev/null | sed -n '1s/^systemd \([0-9]*\).*/\1/p')\",\"loadavg_before\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+	if ((EUID != 0)); then
+		log "host: vsockmapd needs root to load its BPF programs; its modes will be n/a"
+	fi
+	host_scenario unix-unix "$MODES_HOST_UU" unix
+	host_scenario unix-tcp "$MODES_HOST_UT" tcp
+	bench_emit "{\"part\":\"host\",\"metric\":\"duration\",\"seconds\":$(elapsed_since "$t0"),\"loadavg_after\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+	rm -rf "$HOST_TMP"
+	HOST_SECONDS=$(elapsed_since "$t0")
+	log "host part: $(fmt_duration "$HOST_SECONDS")"
+}
+
+# ---- the VM part ----------------------------------------------------------------------------
+
+vm_part() {
+	local t0=$EPOCHREALTIME params=$BENCH_OUT/vm-params.sh rc
+	cat >"$params" <<EOF
+BENCH_REPS=$REPS
+BENCH_CONN_REPS=$CONN_REPS
+BENCH_VM_BYTES=$VM_BYTES
+BENCH_VM_PAR_BYTES=$VM_PAR_BYTES
+BENCH_VM_SCENARIOS="$VM_SCENARIOS"
+BENCH_PP_COUNT=$VM_PP
+BENCH_PP_WARMUP=$VM_PP_WARMUP
+BENCH_CONNS=$VM_CONNS
+BENCH_CONN_CONCURRENCY=$CONN_CONCURRENCY
+BENCH_HOLD_COUNTS="$VM_HOLD"
+BENCH_MODES="$MODES_VM"
+BENCH_SETTLE=${BENCH_SETTLE:-2}
+BENCH_TEARDOWN_MAX=${BENCH_TEARDOWN_MAX:-60}
+BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
+BENCH_DGRAM_SOURCE_ARGS=$([[ ${BENCH_DGRAM_CONNECT:-0} == 1 ]] && echo --connect)
+EOF
+	log "vm: one boot, scenarios $VM_SCENARIOS (timeout ${VM_TIMEOUT}s)"
+	tests/vm/run.sh tests/vm/suite-bench.sh --timeout "$VM_TIMEOUT" \
+		--file bench/lib.sh:/usr/lib/vmtest/bench-lib.sh \
+		--file "$params":/usr/lib/vmtest/bench-params.sh >"$BENCH_OUT/vm.txt" 2>&1
+	rc=$?
+	sed 's/^/  /' "$BENCH_OUT/vm.txt" >&2
+	tr -d '\r' <"$OUT/vm/suite-bench.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/vm.jsonl"
+	VM_SECONDS=$(elapsed_since "$t0")
+	echo "{\"part\":\"vm\",\"metric\":\"duration\",\"seconds\":$VM_SECONDS,\"vm_rc\":$rc}" >>"$BENCH_OUT/vm.jsonl"
+	log "vm part: $(fmt_duration "$VM_SECONDS") (tests/vm/run.sh exit $rc)"
+	return $rc
+}
+
+# ---- outputs --------------------------------------------------------------------------------
+
+machine_json() {
+	local commit dirty
+	commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+	dirty=false
+	[[ -z $(git status --porcelain 2>/dev/null) ]] || dirty=true
+	printf '{"date":"%s","git_commit":"%s","git_dirty":%s,"profile":"%s","quick":%s,' \
+		"$(date -Iseconds)" "$commit" "$dirty" "$profile" "$([[ $QUICK == 1 ]] && echo true || echo false)"
+	# shellcheck disable=SC1003 # a backslash, not an escaped quote
+	printf '"host_kernel":"%s","cpu_model":"%s","host_cpus":%d,' "$(uname -r)" \
+		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -d '"\\')" "$(nproc)"
+	printf '"vm_kernel":"%s",' "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)"
+	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
+		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
+	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
+		"$HOST_PP" "$VM_PP" "$HOST_CONNS" "$VM_CONNS"
+	printf '"conn_concurrency":%d,"host_hold":"%s","vm_hold":"%s"},' "$CONN_CONCURRENCY" \
+		"$HOST_HOLD" "$VM_HOLD"
+	printf '"durations_s":{"host":%s,"vm":%s,"total":%s}}' "${HOST_SECONDS:-null}" \
+		"${VM_SECONDS:-null}" "${TOTAL_SECONDS:-null}"
+}
+
+plot_subtitle() {
+	local vmk
+	vmk=$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)
+	printf '%s, %s profile, %s rounds, commit %s; host %s, %d CPUs%s' "$(date +%F)" "$profile" \
+		"$REPS" "$(git rev-parse --short HEAD 2>/dev/null)" "$(uname -r)" "$(nproc)" \
+		"${vmk:+; VM $vmk, 1 vCPU, TCG}"
+}
+
+# write_outputs: the tables (stdout), results.json, results.png.
+write_outputs() {
+	local summary=$BENCH_OUT/summary.jsonl
+	cat "$BENCH_OUT"/host.jsonl "$BENCH_OUT"/vm.jsonl 2>/dev/null | grep '^{' >"$RAW"
+	awk -f bench/report.awk -v summary="$summary" -v plotdata="$BENCH_OUT/plot" "$RAW" ||
+		OWN_FAILURES=1
+	{
+		# --report keeps the machine record of the run that measured.
+		((report_only)) && [[ -s $BENCH_OUT/machine.json ]] || machine_json >"$BENCH_OUT/machine.json"
+		printf '{"machine":%s,\n"runs":[\n' "$(cat "$BENCH_OUT/machine.json")"
+		sed '$!s/$/,/' "$RAW"
+		printf '],\n"summary":[\n'
+		sed '$!s/$/,/' "$summary"
+		printf ']}\n'
+	} >"$RESULTS_JSON.tmp" && mv "$RESULTS_JSON.tmp" "$RESULTS_JSON"
+	if ! command -v gnuplot >/dev/null; then
+		log "gnuplot not installed (apt-get install gnuplot-nox): no results.png"
+	elif gnuplot -e "datadir='$BENCH_OUT/plot'; outfile='$RESULTS_PNG.tmp'; subtitle='$(plot_subtitle)'" \
+		bench/plot.gp 2>"$BENCH_OUT/gnuplot.err"; then
+		mv "$RESULTS_PNG.tmp" "$RESULTS_PNG"
+	else
+		log "gnuplot failed: $(grep -v 'no valid points' "$BENCH_OUT/gnuplot.err" | tail -n 3)"
+	fi
+	echo
+	echo "Every run: ${RESULTS_JSON#"$ROOT"/}; chart: ${RESULTS_PNG#"$ROOT"/}"
+}
+
+# ---- self-test ------------------------------------------------------------------------------
+
+st_pass=0 st_fail=0
+st_check() { # NAME CONDITION-RESULT DETAIL
+	if [[ $2 == 0 ]]; then
+		printf '  PASS %s %s\n' "$1" "$3"
+		st_pass=$((st_pass + 1))
+	else
+		printf '  FAIL %s %s\n' "$1" "$3"
+		st_fail=$((st_fail + 1))
+	fi
+}
+
+# Every mode that can run must have REPS verified runs per metric it takes part in; the
+# outputs must exist. The one expected failure is socat's default buffer on 64 KiB datagrams.
+selftest_verdict() {
+	local key ok total line
+	while IFS=$'\t' read -r key ok total; do
+		[[ -n $key ]] || continue
+		line="$ok of $total runs verified"
+		if [[ $key == vm/dgram-vsock/socat/throughput ]]; then
+			grep -q '"scenario":"dgram-vsock","mode":"socat".*truncates' "$RAW"
+			st_check "$key" $? "expected to fail: socat's default buffer truncates datagrams ($line)"
+			continue
+		fi
+		# Memory is measured once per count; everything else REPS times.
+		if [[ $key == */memory ]]; then
+			[[ $ok -ge 1 && $ok == "$total" ]]
+		else
+			[[ $ok -ge $REPS ]]
+		fi
+		st_check "$key" $? "$line"
+	done < <(awk -F'"' '
+		/"metric":"(throughput|latency|connrate|memory)"/ && !/"status":"n\/a"/ {
+			for (i = 2; i < NF; i += 2) v[$i] = $(i + 2)
+			k = v["part"] "/" v["scenario"] "/" v["mode"] "/" v["metric"]
+			if (!(k in total)) order[++n] = k
+			total[k]++
+			if (v["status"] == "ok") ok[k]++
+			delete v
+		}
+		END { for (i = 1; i <= n; i++) printf "%s\t%d\t%d\n", order[i], ok[order[i]], total[order[i]] }' "$RAW")
+	[[ -s $RESULTS_JSON ]] && grep -q '"summary"' "$RESULTS_JSON"
+	st_check results-json $? "${RESULTS_JSON#"$ROOT"/}"
+	[[ -s $RESULTS_PNG ]] && [[ $(head -c 4 "$RESULTS_PNG" | tail -c 3) == PNG ]]
+	st_check results-png $? "${RESULTS_PNG#"$ROOT"/}"
+	for part in $parts; do
+		grep -q "^{\"part\":\"$part\",\"scenario\"" "$RAW"
+		st_check "part-$part" $? "measurements from the $part part"
+	done
+}
+
+# ---- main -----------------------------------------------------------------------------------
+
+mkdir -p "$BENCH_OUT"
+if ((report_only)); then
+	write_outputs
+	exit 0
+fi
+for f in "$OUT/vsockmapd" "$OUT/vsockmapctl" "$OUT/tools/vsm-bench"; do
+	[[ -x $f ]] || {
+		log "$f not built: run make first"
+		exit 2
+	}
+done
+command -v socat >/dev/null || {
+	log "socat not found (apt-get install socat)"
+	exit 2
+}
+# 10,000 idle redirects: 10,000 descriptors in the client, the server, twice that in the daemon.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
+if (($(ulimit -n) < 30000)); then
+	log "ulimit -n is $(ulimit -n) (hard limit $(ulimit -Hn), raising it needs CAP_SYS_RESOURCE): 10,000 host redirects will not all fit in the daemon"
+fi
+log "profile $profile: $REPS rounds; host $((HOST_BYTES >> 20)) MiB per run, VM $((VM_BYTES >> 20)) MiB"
+T0=$EPOCHREALTIME
+rc=0
+: >"$BENCH_OUT/host.jsonl"
+: >"$BENCH_OUT/vm.jsonl"
+for part in $parts; do
+	[[ $part == host || $part == vm ]] || {
+		log "unknown part $part"
+		exit 2
+	}
+done
+if ((selftest)) && [[ $parts == "host vm" ]]; then
+	# Numbers do not count here: the host part runs while the VM boots and measures.
+	(host_part) &
+	host_pid=$!
+	vm_part || rc=1
+	wait $host_pid || rc=1
+else
+	for part in $parts; do
+		case $part in
+		host) (host_part) || rc=1 ;;
+		vm) vm_part || rc=1 ;;
+		esac
+	done
+fi
+HOST_SECONDS=$(sed -n 's/.*"part":"host","metric":"duration","seconds":\([0-9]*\).*/\1/p' "$BENCH_OUT/host.jsonl")
+TOTAL_SECONDS=$(elapsed_since "$T0")
+OWN_FAILURES=0
+write_outputs
+((OWN_FAILURES == 0)) || rc=1
+echo "Durations: host part $(fmt_duration "${HOST_SECONDS:-0}"), VM part $(fmt_duration "${VM_SECONDS:-0}"), total $(fmt_duration "$TOTAL_SECONDS") (profile $profile)"
+if ((selftest)); then
+	selftest_verdict
+	echo "$st_pass passed, $st_fail failed"
+	((st_fail == 0))
+	exit
+fi
+exit $rc
