@@ -13,8 +13,13 @@
 #include "util.h"
 #include "vsockmap.skel.h"
 
-/* How long one pass of the queue iterator answers for (drain polls come every 2 ms). */
+/*
+ * How long one pass of the queue iterator answers for (drain polls come every 2 ms). Times are
+ * event-loop ticks, so every redirect that starts draining in one loop iteration shares one
+ * pass: a thousand clients closing at once made the daemon walk the map a thousand times.
+ */
 #define QUEUE_CACHE_USEC 1000
+#define QUEUE_READ_RECORDS 1024
 
 struct dataplane {
 	struct vsockmap_bpf *skel;
@@ -27,7 +32,8 @@ struct dataplane {
 	uint32_t n_free;
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;
-	uint64_t queues_usec;
+	uint64_t queues_usec;	 /* event-loop tick of that pass */
+	uint64_t pass_tick_usec;
 };
 
 struct dgram_plane {
@@ -296,9 +302,9 @@ static int refresh_queues(struct dataplane *dp)
 		goto out_link;
 	}
 	dp->n_queues = 0;
-	while ((n = read(iter_fd, &info, sizeof(info))) == sizeof(info)) {
-		if (dp->n_queues == dp->queues_cap) {
-			size_t cap = dp->queues_cap ? dp->queues_cap * 2 : 256;
+	for (;;) {
+		if (dp->queues_cap - dp->n_queues < QUEUE_READ_RECORDS) {
+			size_t cap = dp->queues_cap * 2 + QUEUE_READ_RECORDS;
 
 			grown = realloc(dp->queues, cap * sizeof(*grown));
 			if (!grown) {
@@ -308,28 +314,33 @@ static int refresh_queues(struct dataplane *dp)
 			dp->queues = grown;
 			dp->queues_cap = cap;
 		}
-		dp->queues[dp->n_queues++] = info;
+		/* Many records per read: a seq_file read returns whole records only. */
+		n = read(iter_fd, dp->queues + dp->n_queues, QUEUE_READ_RECORDS * sizeof(info));
+		if (n <= 0)
+			break;
+		dp->n_queues += n / sizeof(info);
 	}
 	if (n < 0)
 		err = -errno;
 	close(iter_fd);
 	qsort(dp->queues, dp->n_queues, sizeof(*dp->queues), queue_info_cmp);
-	dp->queues_usec = err ? 0 : now_usec();
+	dp->queues_usec = err ? 0 : dp->pass_tick_usec;
 out_link:
 	bpf_link__destroy(link);
 	return err;
 }
 
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t not_before_usec,
-			 struct vsockmap_queue_info *out)
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t since_usec,
+			 uint64_t tick_usec, struct vsockmap_queue_info *out)
 {
 	struct vsockmap_queue_info key = { .cookie = cookie }, *found;
 	int err;
 
 	if (!dp->features.iterator)
 		return -EOPNOTSUPP;
-	if (!dp->queues_usec || dp->queues_usec <= not_before_usec ||
-	    now_usec() - dp->queues_usec >= QUEUE_CACHE_USEC) {
+	if (!dp->queues_usec || dp->queues_usec < since_usec ||
+	    tick_usec - dp->queues_usec >= QUEUE_CACHE_USEC) {
+		dp->pass_tick_usec = tick_usec;
 		err = refresh_queues(dp);
 		if (err)
 			return err;

@@ -46,11 +46,13 @@ int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 		       struct vsockmap_counters *sum);
 
 /*
- * Queue lengths of one destination, from an iterator pass made after not_before_usec (and at
- * most 1 ms old). -EOPNOTSUPP without the iterator, -ENOENT if absent.
+ * Queue lengths of one destination, from an iterator pass made in the event-loop tick
+ * since_usec or later, and less than 1 ms before tick_usec (the current tick). A pass made in
+ * a tick answers for everything the kernel had redirected when that tick's events were read.
+ * -EOPNOTSUPP without the iterator, -ENOENT if absent.
  */
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t not_before_usec,
-			 struct vsockmap_queue_info *out);
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t since_usec,
+			 uint64_t tick_usec, struct vsockmap_queue_info *out);
 
 /* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */
 int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out);

@@ -180,6 +180,14 @@ static const char *redirect_state(struct redirect *r)
 	return "open";
 }
 
+/* The time of this event-loop iteration: the same for everything handled in it. */
+static uint64_t loop_tick(struct redirect *r)
+{
+	uint64_t t;
+
+	return sd_event_now(r->d->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
+}
+
 /* Bytes and packets each way: the kernel's counters plus what the daemon carried. */
 static void collect_counters(struct redirect *r, struct redirect_info *info)
 {
@@ -215,7 +223,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, now_usec(), &qi)) {
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, loop_tick(r), loop_tick(r), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -590,9 +598,17 @@ static ssize_t splice_some(struct redirect *r, int src)
 
 	if (!splice_flush(r, src))
 		return -EAGAIN;
-	if (open_pipe(dir))
-		return -EOPNOTSUPP;
 	shut = peer_shut_down(r->ep[src].fd);
+	if (dir->pipe[0] < 0) {
+		/* The pipe only once there is something to carry: an idle redirect needs 2 fds. */
+		char c;
+
+		n = recv(r->ep[src].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			return shut ? 0 : -EAGAIN;
+		if (open_pipe(dir))
+			return -EOPNOTSUPP;
+	}
 	do
 		n = splice(r->ep[src].fd, NULL, dir->pipe[1], NULL, SPLICE_PIPE_SIZE,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -652,7 +668,7 @@ static bool dir_drained(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	struct vsockmap_queue_info qi;
 	struct vsockmap_counters c;
-	uint64_t now = now_usec();
+	uint64_t now = loop_tick(r);
 	int err;
 
 	if (dst->hup)
@@ -665,8 +681,8 @@ static bool dir_drained(struct redirect *r, int src)
 			 r->d->cfg.daemon.drain_timeout_ms);
 		return true;
 	}
-	/* A pass made before this drain began could predate the last redirected skbs. */
-	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_started_usec, &qi);
+	/* A pass from before this drain began could predate the last redirected skbs. */
+	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_started_usec, now, &qi);
 	if (!err)
 		return !qi.backlog_skbs && !qi.partial_bytes;
 	if (err == -ENOENT)
