@@ -19,10 +19,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 OUT=$ROOT/.output
-BENCH_OUT=$OUT/bench
-RESULTS_JSON=$ROOT/bench/results.json
-RESULTS_PNG=$ROOT/bench/results.png
-RAW=$BENCH_OUT/raw.jsonl
 
 usage() {
 	sed -n '4,16s/^# \{0,1\}//p' "$0" >&2
@@ -46,6 +42,21 @@ while (($#)); do
 done
 QUICK=${QUICK:-0}
 [[ $QUICK == 1 ]] || QUICK=0
+
+# The self-test keeps to its own files (and VM log), so that it can run beside a real bench
+# (make check next to make bench) without mixing their results or overwriting bench/results.*.
+if ((selftest)); then
+	BENCH_OUT=$OUT/bench-selftest
+	RESULTS_JSON=$BENCH_OUT/results.json
+	RESULTS_PNG=$BENCH_OUT/results.png
+	VM_SUITE_NAME=suite-bench-selftest
+else
+	BENCH_OUT=$OUT/bench
+	RESULTS_JSON=$ROOT/bench/results.json
+	RESULTS_PNG=$ROOT/bench/results.png
+	VM_SUITE_NAME=suite-bench
+fi
+RAW=$BENCH_OUT/raw.jsonl
 
 # ---- profiles -------------------------------------------------------------------------------
 # Each run of a throughput scenario lasts 1-2 s or more for the fastest mode in the full
@@ -184,12 +195,14 @@ BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
 BENCH_DGRAM_SOURCE_ARGS=$([[ ${BENCH_DGRAM_CONNECT:-0} == 1 ]] && echo --connect)
 EOF
 	log "vm: one boot, scenarios $VM_SCENARIOS (timeout ${VM_TIMEOUT}s)"
-	tests/vm/run.sh tests/vm/suite-bench.sh --timeout "$VM_TIMEOUT" \
+	# run.sh names the log and initramfs after the suite file.
+	cp tests/vm/suite-bench.sh "$BENCH_OUT/$VM_SUITE_NAME.sh"
+	tests/vm/run.sh "$BENCH_OUT/$VM_SUITE_NAME.sh" --timeout "$VM_TIMEOUT" \
 		--file bench/lib.sh:/usr/lib/vmtest/bench-lib.sh \
 		--file "$params":/usr/lib/vmtest/bench-params.sh >"$BENCH_OUT/vm.txt" 2>&1
 	rc=$?
 	sed 's/^/  /' "$BENCH_OUT/vm.txt" >&2
-	tr -d '\r' <"$OUT/vm/suite-bench.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/vm.jsonl"
+	tr -d '\r' <"$OUT/vm/$VM_SUITE_NAME.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/vm.jsonl"
 	VM_SECONDS=$(elapsed_since "$t0")
 	echo "{\"part\":\"vm\",\"metric\":\"duration\",\"seconds\":$VM_SECONDS,\"vm_rc\":$rc}" >>"$BENCH_OUT/vm.jsonl"
 	log "vm part: $(fmt_duration "$VM_SECONDS") (tests/vm/run.sh exit $rc)"
@@ -309,6 +322,21 @@ selftest_verdict() {
 # ---- main -----------------------------------------------------------------------------------
 
 mkdir -p "$BENCH_OUT"
+# One bench at a time per output directory: two would measure each other and mix results.
+# (A pid file rather than flock: relays and QEMU would inherit a lock descriptor.)
+LOCK=$BENCH_OUT/lock
+said=0
+until (set -o noclobber && echo $$ >"$LOCK") 2>/dev/null; do
+	other=$(cat "$LOCK" 2>/dev/null)
+	if [[ -n $other ]] && kill -0 "$other" 2>/dev/null; then
+		((said)) || log "another bench/run.sh (pid $other) is using ${BENCH_OUT#"$ROOT"/}; waiting for it"
+		said=1
+		sleep 2
+	else
+		rm -f "$LOCK"
+	fi
+done
+trap 'rm -f "$LOCK"' EXIT
 if ((report_only)); then
 	write_outputs
 	exit 0
@@ -353,7 +381,7 @@ else
 		esac
 	done
 fi
-HOST_SECONDS=$(sed -n 's/.*"part":"host","metric":"duration","seconds":\([0-9]*\).*/\1/p' "$BENCH_OUT/host.jsonl")
+HOST_SECONDS=$(sed -n 's/.*"part":"host","metric":"duration","seconds":\([0-9]*\).*/\1/p' "$BENCH_OUT/host.jsonl" | tail -n 1)
 TOTAL_SECONDS=$(elapsed_since "$T0")
 OWN_FAILURES=0
 write_outputs
