@@ -18,6 +18,7 @@
 #include "bpf_dataplane.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "held_read.h"
 #include "listener.h"
 #include "log.h"
 #include "sockopt.h"
@@ -49,6 +50,7 @@ struct dgram_forwarder {
 	uint64_t opened_usec;
 	char *buf;
 	size_t pending; /* a datagram read from the socket, not yet taken by a target */
+	uint64_t held_taken; /* bytes of gate->held read from the socket */
 	bool merge_warned;
 	uint64_t user_bytes, user_packets;
 	uint64_t discarded_bytes; /* sent back by the target */
@@ -173,42 +175,44 @@ static int send_pending(struct dgram_forwarder *f)
 
 /*
  * Read the oldest held datagram, whole: reading a psock queue would merge messages. Returns
- * its length, -EAGAIN if nothing is held, -EINPROGRESS if one is recorded but the kernel has
- * not queued it yet.
+ * its length, -EAGAIN if nothing is held, -EINPROGRESS if one is counted but the kernel has
+ * not queued it yet. held_read() keeps the read off datagrams the verdict has not seen.
  */
 static ssize_t read_held(struct dgram_forwarder *f)
 {
+	uint64_t held = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
 	uint32_t len = DGRAM_BUF_SIZE;
 	bool recorded;
 	ssize_t n;
 
+	if (f->held_taken == held)
+		return -EAGAIN;
 	recorded = !dgram_plane_peek_len(f->gp, &len) && len <= DGRAM_BUF_SIZE;
 	if (!recorded) {
 		len = DGRAM_BUF_SIZE;
-		if (!f->merge_warned && f->gate->held != f->gate->released)
+		if (!f->merge_warned)
 			log_warn("[%s] more datagrams held than the kernel could record; some may "
 				 "reach a seqpacket target merged",
 				 f->l->rc->name);
 		f->merge_warned = true;
 	}
-	do
-		n = recv(f->l->fd, f->buf, len, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+	n = held_read(f->l->fd, f->buf, len);
+	if (n == -EAGAIN)
+		return -EINPROGRESS;
 	if (n < 0)
-		return errno == EAGAIN && recorded ? -EINPROGRESS : -errno;
+		return n;
 	if (recorded)
 		dgram_plane_pop_len(f->gp);
+	f->held_taken += n;
 	return n;
 }
 
 /*
- * Forward what the verdict held while there was no target, then open the gate. The daemon
- * may set released = held only when everything held so far has been sent: a read that finds
- * nothing, with held unchanged around it, proves that.
+ * Forward what the verdict held while there was no target, then open the gate with
+ * released = every byte held so far, all of which the daemon has read and sent.
  */
 static void sync_held(struct dgram_forwarder *f)
 {
-	uint64_t before, after;
 	ssize_t n;
 	int err;
 
@@ -225,24 +229,22 @@ static void sync_held(struct dgram_forwarder *f)
 				return;
 			}
 		}
-		before = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
 		n = read_held(f);
-		if (n > 0) {
+		if (n >= 0) {
 			f->pending = n;
 			continue;
 		}
-		if (n == -EINPROGRESS) {
-			/* Counted and recorded, about to be queued: look again in a moment. */
-			set_timer(f, now_usec() + USEC_PER_MSEC);
-			return;
-		}
-		after = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
-		if (before == after)
+		if (n == -EAGAIN)
 			break;
+		if (n != -EINPROGRESS)
+			log_errno(LOG_WARNING, n, "[%s] reading held datagrams", f->l->rc->name);
+		/* Counted, about to be queued (or a transient error): look again in a moment. */
+		set_timer(f, now_usec() + (n == -EINPROGRESS ? USEC_PER_MSEC : BACKOFF_MIN_USEC));
+		return;
 	}
 	watch_target(f, EPOLLIN | EPOLLRDHUP);
-	if (!f->gate->open || f->gate->released != after) {
-		__atomic_store_n(&f->gate->released, after, __ATOMIC_RELEASE);
+	if (!f->gate->open || f->gate->released != f->held_taken) {
+		__atomic_store_n(&f->gate->released, f->held_taken, __ATOMIC_RELEASE);
 		__atomic_store_n(&f->gate->open, 1, __ATOMIC_RELEASE);
 		f->opened_usec = now_usec();
 	}
@@ -350,7 +352,8 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
 		goto out_slot;
 	}
-	err = dgram_plane_set_socket(f->gp, l->fd);
+	err = held_read_prepare(l->fd);
+	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
 	if (err) {
 		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
 			  l->rc->listen.path);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "held_read.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
@@ -20,6 +21,8 @@
 #define SYNC_BUF_SIZE	(256 * 1024)
 #define SPLICE_PIPE_SIZE (256 * 1024)
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
+/* Held bytes counted by the verdict reach the socket within microseconds. */
+#define HELD_POLL_USEC (1 * USEC_PER_MSEC)
 /* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
 #define STALL_USEC (20 * USEC_PER_MSEC)
 /* A verdict that read the gate a moment ago has finished this long after. */
@@ -62,6 +65,8 @@ struct direction {
 	int64_t left_behind;	 /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
 	uint64_t left_check_usec; /* when to look at it again */
 	uint64_t gate_usec;	 /* when the gate was last closed or opened */
+	uint64_t held_taken;	 /* bytes of the gate's held count read by the daemon */
+	bool held_in_flight;	 /* DIR_CATCHUP: held bytes counted, not yet queued */
 	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
 	uint64_t drain_last_change_usec;
 };
@@ -330,6 +335,9 @@ static int link_pair(struct redirect *r)
 			return err;
 		socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
 	}
+	err = held_read_prepare(r->ep[CLIENT].fd);
+	if (err)
+		return err;
 	err = dataplane_slot_alloc(d->dp, &r->slot);
 	if (err)
 		return err;
@@ -416,6 +424,16 @@ static bool peer_closed(int fd)
 	return send(fd, "", 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EPIPE;
 }
 
+/* Only while the daemon carries bytes: an idle redirect holds no buffer. */
+static char *dir_buf(struct direction *dir)
+{
+	if (!dir->buf) {
+		dir->buf = malloc(SYNC_BUF_SIZE);
+		dir->buf_size = dir->buf ? SYNC_BUF_SIZE : 0;
+	}
+	return dir->buf;
+}
+
 /*
  * Read what the source holds and write it on. Returns bytes read, 0 at EOF, or -EAGAIN/-errno.
  * A vsock socket in a sockmap never reads 0 at EOF: vsock_bpf_recvmsg() answers EAGAIN. So
@@ -430,13 +448,8 @@ static ssize_t forward_some(struct redirect *r, int src)
 
 	if (!flush_buf(r, src))
 		return -EAGAIN;
-	if (!dir->buf) {
-		/* Only while the daemon carries bytes: an idle redirect holds no buffer. */
-		dir->buf = malloc(SYNC_BUF_SIZE);
-		if (!dir->buf)
-			return -ENOMEM;
-		dir->buf_size = SYNC_BUF_SIZE;
-	}
+	if (!dir_buf(dir))
+		return -ENOMEM;
 	shut = peer_shut_down(r->ep[src].fd);
 	do
 		n = recv(r->ep[src].fd, dir->buf, SYNC_BUF_SIZE, MSG_DONTWAIT);
@@ -731,35 +744,59 @@ static void dir_sweep(struct redirect *r, int src)
 }
 
 /*
- * Forward what the verdict held while the gate was closed, then open it. The daemon may set
- * released = held only when everything held so far has been read and written: a read that
- * finds nothing, with held unchanged around it, proves that, except for an skb counted but
- * not yet queued, which the verdict's held_unread() check keeps in front of its successor.
+ * Like forward_some(), for bytes the verdict held on a mapped source: only those, counted
+ * against the gate, and never an skb the verdict has not seen yet (held_read()). Returns
+ * -EINPROGRESS when held bytes are counted but not queued yet.
+ */
+static ssize_t forward_held(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	int fd = r->ep[src].fd;
+	ssize_t n;
+
+	if (!flush_buf(r, src))
+		return -EAGAIN;
+	if (dir->held_taken == __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE))
+		return peer_shut_down(fd) ? 0 : -EAGAIN;
+	if (!dir_buf(dir))
+		return -ENOMEM;
+	n = held_read(fd, dir->buf, SYNC_BUF_SIZE);
+	if (n == -EAGAIN)
+		return -EINPROGRESS;
+	if (n <= 0)
+		return n;
+	dir->held_taken += n;
+	dir->buf_len = n;
+	flush_buf(r, src);
+	return n;
+}
+
+/*
+ * Forward what the verdict held while the gate was closed, then open it with released = every
+ * byte held so far, all of which the daemon has read and written. Reads stay on held bytes
+ * during the grace period too, while the kernel already redirects again.
  */
 static void dir_catchup(struct redirect *r, int src)
 {
 	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
-	uint64_t before, after;
 	ssize_t n;
 
 	for (;;) {
-		before = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
-		n = forward_some(r, src);
-		if (n == 0 || (n < 0 && n != -EAGAIN)) {
+		n = forward_held(r, src);
+		dir->held_in_flight = n == -EINPROGRESS;
+		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINPROGRESS)) {
 			dir->state = DIR_DRAINING;
 			return;
 		}
-		if (dir->buf_off < dir->buf_len)
-			return; /* destination full: wait for EPOLLOUT */
-		if (n > 0)
-			continue;
-		after = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
-		if (before == after)
+		if (dir->buf_off < dir->buf_len || n == -EINPROGRESS)
+			return; /* destination full (EPOLLOUT), or look again in a moment */
+		if (n < 0)
 			break;
 	}
-	if (!gate->open || gate->released != after) {
-		__atomic_store_n(&gate->released, after, __ATOMIC_RELEASE);
+	if (!gate->open || gate->released != dir->held_taken) {
+		__atomic_store_n(&gate->released, dir->held_taken, __ATOMIC_RELEASE);
 		gate_set(r, src, true);
 		return;
 	}
@@ -880,6 +917,8 @@ static int redirect_step(struct redirect *r)
 
 		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP)
 			t = now + DRAIN_POLL_USEC;
+		else if (r->dir[i].state == DIR_CATCHUP && r->dir[i].held_in_flight)
+			t = now + HELD_POLL_USEC;
 		else if (r->dir[i].state == DIR_CATCHUP)
 			t = r->dir[i].gate_usec + VERDICT_GRACE_USEC;
 		else if (r->dir[i].state == DIR_OPEN && r->dir[i].left_behind)
