@@ -643,3 +643,15 @@ int address_format(const struct address *addr, char *buf, size_t len)
 		return -EINVAL;
 	return (size_t)n < len ? 0 : -ENOSPC;
 }
+
+bool address_equal(const struct address *a, const struct address *b)
+{
+	return a->kind == b->kind && !strcmp(a->path, b->path) && a->cid == b->cid &&
+	       a->port == b->port && a->inet_family == b->inet_family &&
+	       !memcmp(a->inet_addr, b->inet_addr, sizeof(a->inet_addr)) &&
+	       a->sock_type == b->sock_type && a->has_mode == b->has_mode &&
+	       (!a->has_mode || a->mode == b->mode) && a->has_user == b->has_user &&
+	       (!a->has_user || a->user == b->user) && a->has_group == b->has_group &&
+	       (!a->has_group || a->group == b->group) &&
+	       a->connect_timeout_ms == b->connect_timeout_ms && a->backlog == b->backlog;
+}

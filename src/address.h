@@ -53,6 +53,9 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
  */
 int address_format(const struct address *addr, char *buf, size_t len);
 
+/* Same socket, same options: a reload leaves such a section alone. */
+bool address_equal(const struct address *a, const struct address *b);
+
 bool address_is_listener(const struct address *addr);
 bool address_is_target(const struct address *addr);
 

@@ -26,6 +26,7 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
+#include "reload.h"
 #include "util.h"
 
 #define LOCKDOWN_PATH "/sys/kernel/security/lockdown"
@@ -152,7 +153,7 @@ static void for_each_redirect(struct daemon *d,
 	size_t i;
 
 	for (i = 0; i < d->n_listeners; i++) {
-		struct listener *l = &d->listeners[i];
+		struct listener *l = d->listeners[i];
 
 		if (!l->dgram)
 			continue;
@@ -309,10 +310,14 @@ static int add_live(void *ctx, const struct redirect_info *info, struct redirect
 		    struct listener *l)
 {
 	struct totals_ctx *c = ctx;
-	struct listener_totals *t = &c->t[l - c->d->listeners];
+	struct listener_totals *t;
+	size_t i;
 	int dir;
 
 	(void)r;
+	for (i = 0; i < c->d->n_listeners && c->d->listeners[i] != l; i++)
+		;
+	t = &c->t[i]; /* a section removed by a reload: the spare entry past the end */
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 		t->bytes[dir] += info->bytes[dir];
 		t->packets[dir] += info->packets[dir];
@@ -331,8 +336,8 @@ static struct listener_totals *listener_totals(struct daemon *d)
 		return NULL;
 	for (i = 0; i < d->n_listeners; i++)
 		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-			c.t[i].bytes[dir] = d->listeners[i].closed_bytes[dir];
-			c.t[i].packets[dir] = d->listeners[i].closed_packets[dir];
+			c.t[i].bytes[dir] = d->listeners[i]->closed_bytes[dir];
+			c.t[i].packets[dir] = d->listeners[i]->closed_packets[dir];
 		}
 	for_each_redirect(d, add_live, &c);
 	return c.t;
@@ -366,7 +371,7 @@ static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
 	(void)request;
 	(void)error_text;
 	for (i = 0; i < d->n_listeners; i++) {
-		const struct listener *l = &d->listeners[i];
+		const struct listener *l = d->listeners[i];
 		struct json_object *o = json_object_new_object();
 		struct stat st;
 		bool ok;
@@ -407,7 +412,7 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 	arr = json_object_new_array();
 	add_u64(stats, "uptime_ms", (now_usec() - d->started_usec) / USEC_PER_MSEC);
 	for (i = 0; i < d->n_listeners; i++) {
-		const struct listener *l = &d->listeners[i];
+		const struct listener *l = d->listeners[i];
 		struct json_object *o = json_object_new_object();
 
 		add_string(o, "name", l->rc->name);
@@ -524,7 +529,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 
 	arr = json_object_new_array();
 	for (i = 0; i < d->n_listeners; i++) {
-		const struct listener *l = &d->listeners[i];
+		const struct listener *l = d->listeners[i];
 		struct json_object *o = json_object_new_object();
 
 		add_string(o, "name", l->rc->name);
@@ -552,13 +557,22 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 static int cmd_reload(struct daemon *d, const struct control_peer *peer,
 		      struct json_object *request, struct json_object *response, char **error_text)
 {
-	(void)d;
-	(void)peer;
+	struct reload_result res;
+	struct json_object *o;
+	char err[512];
+	int ret;
+
 	(void)request;
-	(void)response;
-	return set_error(error_text, EOPNOTSUPP,
-			 "reload is not supported yet: restart vsockmapd to apply a changed "
-			 "configuration");
+	log_info("reload requested over the control socket by pid %d", (int)peer->pid);
+	ret = daemon_reload(d, &res, err, sizeof(err));
+	if (ret)
+		return set_error(error_text, -ret, "%s", err);
+	o = json_object_new_object();
+	add_u64(o, "added", res.added);
+	add_u64(o, "removed", res.removed);
+	add_u64(o, "unchanged", res.unchanged);
+	add(response, "reload", o);
+	return 0;
 }
 
 /* ---- dispatch -------------------------------------------------------------------------- */

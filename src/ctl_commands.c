@@ -264,20 +264,23 @@ int cmd_status(int argc, char **argv)
 
 int cmd_reload(int argc, char **argv)
 {
-	struct json_object *ok;
+	struct json_object *res;
 	int first, ret;
 
 	ret = simple_options(argc, argv, 0, &first);
 	if (ret >= 0)
 		return ret;
-	/* Today's daemons answer EOPNOTSUPP, which call_daemon() reports. */
-	ret = call_daemon("reload", NULL, NULL, json_type_null, &ok);
+	/* An invalid file comes back as the daemon's "PATH:LINE: ..." error. */
+	ret = call_daemon("reload", NULL, "reload", json_type_object, &res);
 	if (ret)
 		return ret;
 	if (arg_json)
-		ret = print_json(ok);
+		ret = print_json(res);
 	else
-		printf("vsockmapd reloaded its configuration\n");
-	json_object_put(ok);
+		printf("vsockmapd reloaded its configuration: %s added, %s removed, %s unchanged\n",
+		       json_object_get_string(json_object_object_get(res, "added")),
+		       json_object_get_string(json_object_object_get(res, "removed")),
+		       json_object_get_string(json_object_object_get(res, "unchanged")));
+	json_object_put(res);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
+#include "reload.h"
 #include "service.h"
 #include "util.h"
 
@@ -33,14 +34,15 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 
-/* systemctl reload sends SIGHUP (ExecReload=); until reload exists, say so and keep running. */
+/* systemctl reload sends SIGHUP (ExecReload=). An error is logged; the daemon runs on. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
+	struct reload_result res;
+	char err[512];
+
 	(void)s;
-	(void)userdata;
-	log_notice("received SIGHUP from pid %u: reload is not supported yet; restart vsockmapd "
-		   "to apply a changed configuration (the running one is unchanged)",
-		   (unsigned int)si->ssi_pid);
+	log_info("received SIGHUP from pid %u: reloading", (unsigned int)si->ssi_pid);
+	daemon_reload(userdata, &res, err, sizeof(err));
 	return 0;
 }
 
@@ -49,7 +51,7 @@ static int open_listeners(struct daemon *d)
 	size_t i;
 	int err;
 
-	d->listeners = calloc(d->cfg.n_redirects, sizeof(*d->listeners));
+	d->listeners = calloc(d->cfg.n_redirects + 1, sizeof(*d->listeners));
 	if (!d->listeners)
 		return -ENOMEM;
 	for (i = 0; i < d->cfg.n_redirects; i++) {
@@ -151,10 +153,10 @@ void daemon_stop(struct daemon *d)
 			 d->late_inserts);
 	control_server_close(d->control);
 	d->control = NULL;
-	while (d->redirects)
-		redirect_free(d->redirects);
 	for (i = 0; i < d->n_listeners; i++)
-		listener_close(&d->listeners[i]);
+		listener_retire(d->listeners[i]);
+	while (d->redirects)
+		redirect_free(d->redirects); /* frees retired listeners with their last one */
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;

@@ -18,7 +18,7 @@ struct daemon {
 	sd_event *event;
 	struct config cfg;
 	struct dataplane *dp;
-	struct listener *listeners; /* cfg.n_redirects entries */
+	struct listener **listeners; /* in configuration order */
 	size_t n_listeners;
 	struct redirect *redirects; /* live stream redirects, newest first */
 	size_t n_redirects;

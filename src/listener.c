@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -67,23 +68,41 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	return fd;
 }
 
-int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener *l)
+static void listener_close(struct listener *l)
+{
+	dgram_forwarder_stop(l->dgram);
+	l->dgram = NULL;
+	l->io = sd_event_source_disable_unref(l->io);
+	if (l->fd >= 0) {
+		/* systemd keeps a passed socket listening; its .socket unit removes the file. */
+		if (!l->activated)
+			unlink(l->rc->listen.path);
+		l->fd = safe_close(l->fd);
+	}
+}
+
+int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
 {
 	char listen[160], target[160];
 	const struct log_context *ctx =
 	    LOG_CTX(.redirect = rc->name, .listen = listen, .target = target);
+	struct listener *l;
 	const char *why;
 	int err;
 
-	memset(l, 0, sizeof(*l));
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	l->d = d;
-	l->rc = rc;
+	l->conf = *rc;
+	l->rc = &l->conf;
+	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
 	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
-		l->fd = -1;
+		free(l);
 		return err;
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
@@ -105,24 +124,28 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path,
 		   l->activated ? " (socket passed by systemd)" : "");
+	*out = l;
 	return 0;
 
 out_close:
 	listener_close(l);
+	free(l);
 	return err;
 }
 
-void listener_close(struct listener *l)
+void listener_retire(struct listener *l)
 {
-	if (!l || !l->rc)
+	if (!l)
 		return;
-	dgram_forwarder_stop(l->dgram);
-	l->dgram = NULL;
-	l->io = sd_event_source_disable_unref(l->io);
-	if (l->fd >= 0) {
-		/* systemd keeps a passed socket listening; its .socket unit removes the file. */
-		if (!l->activated)
-			unlink(l->rc->listen.path);
-		l->fd = safe_close(l->fd);
-	}
+	listener_close(l);
+	l->retired = true;
+	if (!l->live)
+		free(l);
+}
+
+void listener_redirect_closed(struct listener *l)
+{
+	l->live--;
+	if (l->retired && !l->live)
+		free(l);
 }

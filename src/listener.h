@@ -15,7 +15,9 @@ struct dgram_forwarder;
 
 struct listener {
 	struct daemon *d;
-	const struct redirect_config *rc;
+	const struct redirect_config *rc; /* &conf */
+	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */
+	bool retired; /* its section was removed: not listening, freed with its last redirect */
 	int fd;
 	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
 	sd_event_source *io;
@@ -28,7 +30,16 @@ struct listener {
 	uint64_t closed_packets[2];
 };
 
-int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener *l);
-void listener_close(struct listener *l);
+/* Open the section's socket (or take the one systemd passed) and serve it. */
+int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out);
+
+/*
+ * Stop listening (its socket file goes) but leave its live redirects to finish: the listener
+ * is freed with the last of them, or now if it has none.
+ */
+void listener_retire(struct listener *l);
+
+/* One of l's redirects has gone. */
+void listener_redirect_closed(struct listener *l);
 
 #endif

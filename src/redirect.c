@@ -119,7 +119,6 @@ static void redirect_unlink(struct redirect *r)
 		r->next->prev = r->prev;
 	r->next = r->prev = NULL;
 	d->n_redirects--;
-	r->l->live--;
 }
 
 void redirect_free(struct redirect *r)
@@ -147,6 +146,7 @@ void redirect_free(struct redirect *r)
 	}
 	if (r->has_slot)
 		dataplane_slot_free(r->d->dp, r->slot);
+	listener_redirect_closed(r->l);
 	free(r);
 }
 

@@ -295,7 +295,7 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 	int dir;
 
 	for (i = 0; i < d->n_listeners; i++) {
-		struct listener *l = &d->listeners[i];
+		struct listener *l = d->listeners[i];
 
 		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
 			bytes += l->closed_bytes[dir];
@@ -364,6 +364,13 @@ void service_notify_ready(struct daemon *d)
 {
 	last_status[0] = '\0';
 	send_status(d, "READY=1\n");
+}
+
+void service_notify_reloading(struct daemon *d)
+{
+	/* MONOTONIC_USEC: systemd 253 matches it to its reload job (Type=notify-reload). */
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=reloading %s", now_usec(),
+		   d->cfg.path);
 }
 
 void service_stop(struct daemon *d)

@@ -38,6 +38,9 @@ int service_start(struct daemon *d);
 /* READY=1 with the first STATUS=. */
 void service_notify_ready(struct daemon *d);
 /* STOPPING=1; stops the timer. */
+/* RELOADING=1 before a reload; service_notify_ready() after it. */
+void service_notify_reloading(struct daemon *d);
+
 void service_stop(struct daemon *d);
 
 /* "2 listeners, 5 live redirects, 4.0 GiB moved" */

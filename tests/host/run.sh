@@ -26,6 +26,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/e2e/ctl-scenarios.sh
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
+# shellcheck source=tests/host/reload-cases.sh
+. tests/host/reload-cases.sh
 
 {
 	e2e_run_streams
@@ -33,6 +35,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	e2e_check_bpf_object
 	ctl_run_all
 	host_daemon_cases
+	daemon_reload
 } | sed -u 's/^VMTEST /  /'
 
 passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")

@@ -232,26 +232,74 @@ test_journal_fields() {
 	fi
 }
 
-test_sighup() {
-	local pid inv rc out
+# ---- 3. reload: added, removed and broken, while a transfer runs through [echo] ------------
+
+CONF=/etc/vsockmap/vsockmap.conf
+
+# reload_step NAME WANT_RC REGEX: systemctl reload, then the journal of this run must match.
+reload_step() {
+	local inv=$1 name=$2 want=$3 regex=$4 rc
+	timeout 30 systemctl reload "$SVC" >"$T/$name.out" 2>&1
+	rc=$?
+	if (((rc == 0) != (want == 0))); then
+		vmtest_fail "$name" "systemctl reload rc=$rc (want ${want}): $(tail_of "$T/$name.out") $(jtail "$inv")"
+		return 1
+	fi
+	if ! wait_journal "$inv" "$regex" 10; then
+		vmtest_fail "$name" "systemctl reload rc=$rc; no /$regex/ in the journal: $(jtail "$inv")"
+		return 1
+	fi
+	return 0
+}
+
+test_reload() {
+	local pid inv out long rc
 	pid=$(prop "$SVC" MainPID)
 	inv=$(prop "$SVC" InvocationID)
-	timeout 30 systemctl reload "$SVC"
-	rc=$?
-	if ! wait_journal "$inv" 'reload is not supported yet' 10; then
-		vmtest_fail sighup "systemctl reload rc=$rc; no \"reload is not supported yet\" line: $(jtail "$inv")"
-		return 1
-	fi
+	cp "$CONF" "$T/vsockmap.conf.orig"
+	# A transfer that outlives the three reloads, through the section that stays.
+	vsm-peer client unix:/run/vsockmap/echo.sock --send 24M --after echo --timeout 120 \
+		>"$T/reload-live.client" 2>&1 &
+	long=$!
 	sleep 0.5
-	if [[ $(prop "$SVC" MainPID) != "$pid" || $(prop "$SVC" ActiveState) != active ]]; then
-		vmtest_fail sighup "after SIGHUP: MainPID $(prop "$SVC" MainPID) (was $pid), $(prop "$SVC" ActiveState)"
-		return 1
+
+	printf '\n[added]\nlisten  = UNIX-LISTEN:/run/vsockmap/added.sock\nconnect = VSOCK-CONNECT:1:5000\n' >>"$CONF"
+	if reload_step "$inv" reload-added 0 'reloaded .*: 1 section added, 0 removed, 2 unchanged'; then
+		if ! out=$(echo_check reload-added /run/vsockmap/added.sock 1M); then
+			vmtest_fail reload-added "the added section did not echo: $out"
+		else
+			vmtest_pass reload-added "systemctl reload: [added] listening, 1 MiB echoed through it: $out"
+		fi
 	fi
-	if ! out=$(echo_check sighup /run/vsockmap/echo.sock 1M); then
-		vmtest_fail sighup "still running, but the echo failed: $out"
-		return 1
+
+	cp "$T/vsockmap.conf.orig" "$CONF"
+	if reload_step "$inv" reload-removed 0 'reloaded .*: 0 sections added, 1 removed, 2 unchanged'; then
+		if [[ -e /run/vsockmap/added.sock ]]; then
+			vmtest_fail reload-removed "added.sock still exists"
+		else
+			vmtest_pass reload-removed "systemctl reload: [added] gone, its socket file removed"
+		fi
 	fi
-	vmtest_pass sighup "systemctl reload rc=$rc; same MainPID $pid, still active, echo ok; log: $(jlog "$inv" | grep -m1 -o 'reload is not supported yet[^;]*')"
+
+	printf '\n[broken]\nlisten = UNIX-LISTN:/run/vsockmap/broken.sock\n' >>"$CONF"
+	if reload_step "$inv" reload-broken 1 'vsockmap.conf:[0-9]+: listen: unknown address type.*still running the previous configuration'; then
+		if [[ $(prop "$SVC" ActiveState) != active || $(prop "$SVC" MainPID) != "$pid" ]]; then
+			vmtest_fail reload-broken "after the failed reload: $(prop "$SVC" ActiveState), MainPID $(prop "$SVC" MainPID) (was $pid)"
+		else
+			vmtest_pass reload-broken "systemctl reload failed (as it should), still active, same MainPID; $(tail_of "$T/reload-broken.out" 1)| $(jlog "$inv" | grep -m1 -o 'vsockmap.conf:[0-9]*: listen: unknown address type')"
+		fi
+	fi
+	cp "$T/vsockmap.conf.orig" "$CONF"
+
+	wait "$long"
+	rc=$?
+	if ((rc != 0)); then
+		vmtest_fail reload-live "the transfer through [echo] across the reloads failed (rc=$rc): $(tail_of "$T/reload-live.client" 2)"
+	elif [[ $(prop "$SVC" MainPID) != "$pid" ]]; then
+		vmtest_fail reload-live "MainPID changed: $(prop "$SVC" MainPID) (was $pid)"
+	else
+		vmtest_pass reload-live "24 MiB echoed and verified through [echo] across three reloads, same MainPID $pid: $(grep -m1 '^client total' "$T/reload-live.client")"
+	fi
 }
 
 test_stop_clean() {
@@ -609,7 +657,7 @@ if want start; then
 		test_status_refresh
 		test_echo_hardened
 		test_journal_fields
-		test_sighup
+		test_reload
 		test_stop_clean
 	fi
 fi

@@ -155,6 +155,37 @@ static void test_vsock_connect(void **state)
 	assert_int_equal(a.port, 80);
 }
 
+/* What a reload compares: the same text is equal, any option or address difference is not. */
+static void test_equal(void **state)
+{
+	struct address a, b;
+
+	(void)state;
+	a = parse_ok("UNIX-LISTEN:/run/x.sock,mode=0660");
+	b = parse_ok("unix-listen:/run/x.sock,mode=660");
+	assert_true(address_equal(&a, &b));
+	b = parse_ok("UNIX-LISTEN:/run/x.sock");
+	assert_false(address_equal(&a, &b));
+	b = parse_ok("UNIX-LISTEN:/run/y.sock,mode=0660");
+	assert_false(address_equal(&a, &b));
+	b = parse_ok("UNIX-RECV:/run/x.sock,mode=0660");
+	assert_false(address_equal(&a, &b));
+
+	a = parse_ok("VSOCK-CONNECT:2:1234");
+	b = parse_ok("VSOCK-CONNECT:2:1234");
+	assert_true(address_equal(&a, &b));
+	b = parse_ok("VSOCK-CONNECT:3:1234");
+	assert_false(address_equal(&a, &b));
+	b = parse_ok("VSOCK-CONNECT:2:1234,type=seqpacket");
+	assert_false(address_equal(&a, &b));
+	b = parse_ok("VSOCK-CONNECT:2:1234,connect-timeout=2");
+	assert_false(address_equal(&a, &b));
+
+	a = parse_ok("TCP-CONNECT:127.0.0.1:80");
+	b = parse_ok("TCP-CONNECT:127.0.0.2:80");
+	assert_false(address_equal(&a, &b));
+}
+
 static void test_tcp_connect(void **state)
 {
 	struct address a;
@@ -416,6 +447,7 @@ int main(void)
 	    cmocka_unit_test(test_unix_listen_alias_duplicate),
 	    cmocka_unit_test(test_unix_recv_and_connect),
 	    cmocka_unit_test(test_vsock_connect),
+	    cmocka_unit_test(test_equal),
 	    cmocka_unit_test(test_tcp_connect),
 	    cmocka_unit_test(test_unknown_type),
 	    cmocka_unit_test(test_missing_path),

@@ -388,8 +388,7 @@ static const char status_response[] =
 static const char no_such_redirect[] =
     "{\"ok\":false,\"error\":\"no redirect with id 99\",\"errno\":2}";
 static const char reload_response[] =
-    "{\"ok\":false,\"error\":\"reload is not supported yet: restart vsockmapd to apply a "
-    "changed configuration\",\"errno\":95}";
+    "{\"ok\":true,\"reload\":{\"added\":1,\"removed\":2,\"unchanged\":3}}";
 
 struct canned {
 	const char *command;
@@ -410,7 +409,7 @@ static const struct canned canned[] = {
     {"listeners", 0, NULL, listeners_response, "object listeners-response"},
     {"stats", 0, NULL, stats_response, "object stats-response"},
     {"status", 0, NULL, status_response, "object status-response"},
-    {"reload", 0, NULL, reload_response, "object error"},
+    {"reload", 0, NULL, reload_response, "object reload-response"},
 };
 
 static char sock_dir[64], sock_path[128], ctl_path[PATH_MAX];
@@ -917,13 +916,12 @@ static void test_daemon_errors(void **state)
 	assert_non_null(strstr(r.out, "\"errno\":2}"));
 
 	ctl(&r, "-s", "@SOCK", "reload", NULL);
-	assert_int_equal(r.status, 1);
-	assert_string_equal(r.err, "vsockmapctl: vsockmapd: reload is not supported yet: restart "
-				   "vsockmapd to apply a changed configuration\n");
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "vsockmapd reloaded its configuration: 1 added, 2 removed, 3 "
+				   "unchanged\n");
 	ctl(&r, "-s", "@SOCK", "reload", "-j", NULL);
-	assert_int_equal(r.status, 1);
-	assert_schema(r.out, "object error");
-	assert_non_null(strstr(r.out, "\"errno\":95}"));
+	assert_int_equal(r.status, 0);
+	assert_schema(r.out, "object reload");
 }
 
 static void test_no_daemon(void **state)

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Reload applies a changed configuration file and leaves alone what did not change:
+ *
+ * - the new file is parsed completely first; an invalid file changes nothing;
+ * - a section with the same name, listen and connect addresses (options included) keeps its
+ *   listener and every live redirect;
+ * - a removed section stops listening at once (its socket file goes); its live redirects go
+ *   on until their client or target ends them, or `vsockmapctl close` does;
+ * - a section whose addresses changed is removed, then added again;
+ * - [daemon] settings apply to redirects started from now on; the control socket keeps its
+ *   path, mode and group until the next start.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "listener.h"
+#include "log.h"
+#include "reload.h"
+#include "service.h"
+
+static struct listener *find_unchanged(struct daemon *d, const struct redirect_config *rc)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_listeners; i++) {
+		const struct redirect_config *old = d->listeners[i]->rc;
+
+		if (!strcmp(old->name, rc->name) && address_equal(&old->listen, &rc->listen) &&
+		    address_equal(&old->connect, &rc->connect))
+			return d->listeners[i];
+	}
+	return NULL;
+}
+
+static bool kept(struct listener **next, size_t n, const struct listener *l)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (next[i] == l)
+			return true;
+	return false;
+}
+
+/* The control socket stays as it was opened; say so if the file asks for another. */
+static void keep_control_settings(const struct daemon_config *old, struct daemon_config *new)
+{
+	if (strcmp(old->control_path, new->control_path) || old->control_mode != new->control_mode ||
+	    old->has_control_group != new->has_control_group ||
+	    (old->has_control_group && old->control_group != new->control_group))
+		log_notice("reload: control, control-mode and control-group take effect at the next "
+			   "start; the control socket stays %s",
+			   old->control_path);
+	memcpy(new->control_path, old->control_path, sizeof(new->control_path));
+	new->control_mode = old->control_mode;
+	new->has_control_group = old->has_control_group;
+	new->control_group = old->control_group;
+	memcpy(new->control_group_name, old->control_group_name, sizeof(new->control_group_name));
+}
+
+static void retire_removed(struct daemon *d, struct listener **next, size_t n,
+			   struct reload_result *res)
+{
+	struct listener *l;
+	size_t i;
+
+	for (i = 0; i < d->n_listeners; i++) {
+		l = d->listeners[i];
+		if (kept(next, n, l))
+			continue;
+		log_info("[%s] removed or changed: no longer listening on %s; live redirects left "
+			 "to finish: %zu",
+			 l->rc->name, l->rc->listen.path, l->live);
+		listener_retire(l);
+		res->removed++;
+	}
+}
+
+int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t errlen)
+{
+	struct listener **next;
+	struct config cfg;
+	size_t i, n = 0;
+	int ret, first_err = 0;
+
+	memset(res, 0, sizeof(*res));
+	ret = config_load(d->cfg.path, &cfg, err, errlen);
+	if (ret) {
+		log_err("reload: %s; still running the previous configuration", err);
+		return ret;
+	}
+	next = calloc(cfg.n_redirects + 1, sizeof(*next));
+	if (!next) {
+		config_free(&cfg);
+		snprintf(err, errlen, "reload: out of memory; still running the previous "
+				      "configuration");
+		return -ENOMEM;
+	}
+	service_notify_reloading(d);
+	for (i = 0; i < cfg.n_redirects; i++)
+		next[i] = find_unchanged(d, &cfg.redirects[i]);
+	/* Removed ones first: a changed section may want its socket path back. */
+	retire_removed(d, next, cfg.n_redirects, res);
+	keep_control_settings(&d->cfg.daemon, &cfg.daemon);
+	config_free(&d->cfg); /* every listener has its own copy of its section */
+	d->cfg = cfg;
+	log_set_level(d->cfg.daemon.log_level);
+	for (i = 0; i < d->cfg.n_redirects; i++) {
+		if (next[i]) {
+			res->unchanged++;
+			next[n++] = next[i];
+			continue;
+		}
+		ret = listener_open(d, &d->cfg.redirects[i], &next[n]);
+		if (ret) {
+			if (!first_err)
+				snprintf(err, errlen, "[%s] %s: %s (the other sections are applied)",
+					 d->cfg.redirects[i].name, d->cfg.redirects[i].listen.path,
+					 strerror(-ret));
+			first_err = first_err ?: ret;
+			res->failed++;
+			continue;
+		}
+		res->added++;
+		n++;
+	}
+	free(d->listeners);
+	d->listeners = next;
+	d->n_listeners = n;
+	log_notice("reloaded %s: %zu section%s added, %zu removed, %zu unchanged%s", d->cfg.path,
+		   res->added, res->added == 1 ? "" : "s", res->removed, res->unchanged,
+		   res->failed ? ", some could not be opened" : "");
+	service_notify_ready(d);
+	return first_err;
+}

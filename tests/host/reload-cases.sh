@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# Reload on the host kernel: an added, a removed and a changed section, and a broken file,
+# through vsockmapctl reload and SIGHUP, while transfers run through a section that stays
+# and through one that goes. Sourced by tests/host/run.sh after lib.sh.
+
+RL_DIR=$E2E_DIR/reload
+
+rl_conf() { # SECTION... (each "NAME:TARGET"): the whole file, [daemon] first
+	local s
+	printf '[daemon]\ncontrol = %s/ctl\nlog-level = info\n' "$RL_DIR"
+	for s in "$@"; do
+		printf '\n[%s]\nlisten  = UNIX-LISTEN:%s/%s.sock\nconnect = UNIX-CONNECT:%s/%s.sock\n' \
+			"${s%%:*}" "$RL_DIR" "${s%%:*}" "$RL_DIR" "${s#*:}"
+	done
+}
+
+rl_server() { # NAME SOCKET BYTES [ARGS]: a verifying sink on RL_DIR/SOCKET.sock; sets RL_PID
+	local name=$1 sock=$2 bytes=$3
+	shift 3
+	rm -f "$RL_DIR/$name.ready" "$RL_DIR/$sock.sock"
+	vsm-peer server "unix:$RL_DIR/$sock.sock" --sink --count 1 --expect "$bytes" --timeout 60 \
+		--ready-file "$RL_DIR/$name.ready" "$@" >"$RL_DIR/$name.server" 2>&1 &
+	RL_PID=$!
+	wait_for_file "$RL_DIR/$name.ready" 10
+}
+
+rl_client() { # NAME LISTENER BYTES: in the background; sets RL_PID
+	vsm-peer client "unix:$RL_DIR/$2.sock" --send "$3" --timeout 60 >"$RL_DIR/$1.client" 2>&1 &
+	RL_PID=$!
+}
+
+rl_check() { # NAME DETAIL SERVER_PID CLIENT_PID
+	local crc src
+	wait "$4"
+	crc=$?
+	wait "$3"
+	src=$?
+	if ((crc == 0 && src == 0)); then
+		vmtest_pass "$1" "$2 | $(grep -h '^server total' "$RL_DIR/$1.server" 2>/dev/null)"
+	else
+		vmtest_fail "$1" "client rc=$crc server rc=$src: $(tail -n 1 "$RL_DIR/$1.client") | $(tail -n 1 "$RL_DIR/$1.server")"
+	fi
+}
+
+rl_ctl() { vsockmapctl -s "$RL_DIR/ctl" "$@"; }
+
+daemon_reload() {
+	local out rc keep_srv keep_cli gone_srv gone_cli pid srv
+	mkdir -p "$RL_DIR"
+	rl_conf keep:srv-keep gone:srv-gone >"$RL_DIR/r.conf"
+	vsockmapd -c "$RL_DIR/r.conf" 2>"$RL_DIR/daemon.log" &
+	pid=$!
+	if ! wait_for_socket "$RL_DIR/ctl" 10; then
+		vmtest_fail reload-start "vsockmapd did not come up: $(tail -n 2 "$RL_DIR/daemon.log")"
+		return
+	fi
+	# Slow readers keep both transfers live across the reloads.
+	rl_server reload-keep srv-keep 48M --slow 3000
+	keep_srv=$RL_PID
+	rl_server reload-gone srv-gone 48M --slow 3000
+	gone_srv=$RL_PID
+	rl_client reload-keep keep 48M
+	keep_cli=$RL_PID
+	rl_client reload-gone gone 48M
+	gone_cli=$RL_PID
+	sleep 0.3
+
+	rl_conf keep:srv-keep new:srv-new >"$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	rc=$?
+	if ((rc == 0)) && grep -q '1 added, 1 removed, 1 unchanged' <<<"$out" &&
+		[ ! -e "$RL_DIR/gone.sock" ] && [ -S "$RL_DIR/new.sock" ]; then
+		vmtest_pass reload-add-remove "$out; gone.sock removed, new.sock listening"
+	else
+		vmtest_fail reload-add-remove "exit $rc: $out; $(ls "$RL_DIR" | tr '\n' ' ')"
+	fi
+	rl_server reload-new srv-new 1M
+	srv=$RL_PID
+	rl_client reload-new new 1M
+	rl_check reload-new "an added section redirects at once" "$srv" "$RL_PID"
+
+	printf '[keep]\nlisten = UNIX-LISTN:%s/keep.sock\n' "$RL_DIR" >"$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	rc=$?
+	if ((rc == 1)) && grep -q 'r.conf:2: ' <<<"$out" && [ -S "$RL_DIR/keep.sock" ] &&
+		[ -S "$RL_DIR/new.sock" ] && grep -q 'still running the previous configuration' "$RL_DIR/daemon.log"; then
+		vmtest_pass reload-broken "exit 1: $out; both listeners still there"
+	else
+		vmtest_fail reload-broken "exit $rc: $out"
+	fi
+
+	# A section that cannot be opened fails the reload; the others are applied.
+	: >"$RL_DIR/bad.sock"
+	rl_conf keep:srv-keep new:srv-new bad:srv-new more:srv-new >"$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	rc=$?
+	if ((rc == 1)) && grep -q '\[bad\] .*bad.sock: File exists (the other sections are applied)' <<<"$out" &&
+		[ -S "$RL_DIR/more.sock" ] && [ -S "$RL_DIR/new.sock" ] && [ -f "$RL_DIR/bad.sock" ]; then
+		vmtest_pass reload-partial "exit 1: $out; [more] listening"
+	else
+		vmtest_fail reload-partial "exit $rc: $out; $(ls "$RL_DIR" | tr '\n' ' ')"
+	fi
+	rm -f "$RL_DIR/bad.sock"
+
+	# SIGHUP: [keep] now points elsewhere (removed and added again), [new] goes.
+	rl_conf keep:srv-new >"$RL_DIR/r.conf"
+	kill -HUP "$pid"
+	for _ in $(seq 50); do
+		grep -q 'reloaded .*1 section added, 3 removed, 0 unchanged' "$RL_DIR/daemon.log" && break
+		sleep 0.1
+	done
+	rl_server reload-changed srv-new 1M
+	srv=$RL_PID
+	rl_client reload-changed keep 1M
+	if grep -q 'reloaded .*1 section added, 3 removed, 0 unchanged' "$RL_DIR/daemon.log" &&
+		[ ! -e "$RL_DIR/new.sock" ]; then
+		rl_check reload-changed "SIGHUP: [keep] re-pointed (removed and added), [new] and [more] removed" "$srv" "$RL_PID"
+	else
+		vmtest_fail reload-changed "$(grep 'reload' "$RL_DIR/daemon.log" | tail -n 2)"
+	fi
+
+	rl_check reload-keep "48 MiB through [keep] across four reloads, verified" "$keep_srv" "$keep_cli"
+	rl_check reload-gone "48 MiB through [gone], removed mid-transfer, verified" "$gone_srv" "$gone_cli"
+	kill "$pid"
+	wait "$pid"
+}
