@@ -20,9 +20,10 @@ trap 'rm -f "$tmp"' EXIT
 
 # run_unit DIR: every cmocka binary in DIR; cmocka prints its own PASSED/FAILED/SKIPPED counts.
 run_unit() {
-	local t out count kind
+	local t out count kind found=0
 	for t in "$1"/tests/test_*; do
 		[[ -x $t ]] || continue
+		found=1
 		out=$("$t" 2>&1)
 		printf '%s\n' "$out" | sed 's/^/    /'
 		if ! grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test' <<<"$out"; then
@@ -39,6 +40,10 @@ run_unit() {
 			esac
 		done
 	done
+	if ((!found)); then
+		echo "run-all: no unit test binaries in $1/tests (make unit-tests builds them)" >&2
+		summary_failed=$((summary_failed + 1))
+	fi
 }
 
 sanitize_build() {
