@@ -185,6 +185,18 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	bool recorded;
 	ssize_t n;
 
+	/*
+	 * Datagrams queued before the socket entered its sockhash (a socket systemd passed)
+	 * never met the verdict. While the gate has never opened nothing was redirected, so
+	 * they are read as they come, in order with what the verdict held.
+	 */
+	if (!f->gate->open && held_read_native(f->l->fd) == 1) {
+		do
+			n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n >= 0 || errno != EAGAIN)
+			return n < 0 ? -errno : n;
+	}
 	if (f->held_taken == held)
 		return -EAGAIN;
 	recorded = !dgram_plane_peek_len(f->gp, &len) && len <= DGRAM_BUF_SIZE;

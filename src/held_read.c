@@ -11,8 +11,7 @@ int held_read_prepare(int fd)
 	return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) ? -errno : 0;
 }
 
-/* 1 if the next read would come from the socket's own queue, 0 from the psock, or -errno. */
-static int next_read_is_native(int fd)
+int held_read_native(int fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(struct ucred))];
@@ -45,7 +44,7 @@ ssize_t held_read(int fd, void *buf, size_t len)
 	ssize_t n;
 	int native;
 
-	native = next_read_is_native(fd);
+	native = held_read_native(fd);
 	if (native < 0)
 		return native;
 	if (native)

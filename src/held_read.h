@@ -20,6 +20,9 @@
  */
 int held_read_prepare(int fd);
 
+/* 1 if the next read would come from the socket's own queue, 0 from the psock, or -errno. */
+int held_read_native(int fd);
+
 /*
  * Read up to len held bytes from fd (non-blocking). Returns the count, 0 at EOF, -EAGAIN if
  * nothing is queued, -EINPROGRESS if the next bytes have not been through the verdict yet,
