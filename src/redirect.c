@@ -63,6 +63,7 @@ struct direction {
 	size_t in_pipe;
 	bool no_splice;
 	int64_t left_behind;	 /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
+	uint64_t left_verdicts;	 /* verdict runs (redirected + held) when last checked */
 	uint64_t left_check_usec; /* when to look at it again */
 	uint64_t gate_usec;	 /* when the gate was last closed or opened */
 	uint64_t held_taken;	 /* bytes of the gate's held count read by the daemon */
@@ -452,7 +453,7 @@ static ssize_t forward_some(struct redirect *r, int src)
 		return -ENOMEM;
 	shut = peer_shut_down(r->ep[src].fd);
 	do
-		n = recv(r->ep[src].fd, dir->buf, SYNC_BUF_SIZE, MSG_DONTWAIT);
+		n = recv(r->ep[src].fd, dir->buf, dir->buf_size, MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN && shut ? 0 : -errno;
@@ -484,6 +485,25 @@ static void dir_set_open(struct direction *dir)
 	}
 }
 
+/*
+ * Tests only: VSOCKMAPD_TEST_INSERT_DELAY_US widens the window between the last read and the
+ * insert, so that a sending client leaves bytes behind (the rare case dir_sweep() handles).
+ */
+static void test_insert_delay(void)
+{
+	static long delay_us = -1;
+	const char *e;
+
+	if (delay_us < 0) {
+		e = getenv("VSOCKMAPD_TEST_INSERT_DELAY_US");
+		delay_us = e ? strtol(e, NULL, 10) : 0;
+		if (delay_us < 0)
+			delay_us = 0;
+	}
+	if (delay_us)
+		usleep(delay_us);
+}
+
 static void dir_sync(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -500,6 +520,7 @@ static void dir_sync(struct redirect *r, int src)
 	}
 	if (dir->buf_off < dir->buf_len)
 		return; /* destination full: wait for EPOLLOUT */
+	test_insert_delay();
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
 	if (err) {
 		log_errno(LOG_WARNING, err,
@@ -515,6 +536,7 @@ static void dir_sync(struct redirect *r, int src)
 	if (n > 0) {
 		r->d->late_inserts++;
 		dir->left_behind = n;
+		dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
 		dir->left_check_usec = now_usec() + STALL_USEC;
 		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert",
 			  r->l->rc->name, r->id, n);
@@ -530,16 +552,28 @@ static void gate_set(struct redirect *r, int src, bool open)
 	r->dir[src].gate_usec = now_usec();
 }
 
+/* How often the verdict has run on this direction's source: redirected plus held skbs. */
+static uint64_t verdict_runs(struct redirect *r, int src)
+{
+	struct vsockmap_counters c;
+
+	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+		return UINT64_MAX;
+	return c.packets + c.held_packets;
+}
+
 /*
  * Bytes left behind at the insert move on only when the client sends again, one skb per
- * send. If they stop moving, the client is idle or blocked (those skbs still count against
- * its send buffer), so no verdict can be running: close the gate, wait for the target's
- * backlog, and take them all in one read, which holds the socket's iolock against the
- * verdict. What the client sends meanwhile is held and forwarded by dir_catchup().
+ * send: each send queues a new skb and the verdict takes the oldest, so the queue length
+ * alone can stay the same while data flows. Once the verdict has not run for STALL_USEC the
+ * client is idle or blocked (those skbs still count against its send buffer): close the
+ * gate, wait for the target's backlog, and take them in one read (dir_sweep()). What the
+ * client sends meanwhile is held and forwarded by dir_catchup().
  */
 static void dir_check_left_behind(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
+	uint64_t runs;
 	int64_t q;
 
 	if (!dir->left_behind || now_usec() < dir->left_check_usec)
@@ -550,8 +584,10 @@ static void dir_check_left_behind(struct redirect *r, int src)
 		return;
 	}
 	dir->left_check_usec = now_usec() + STALL_USEC;
-	if (q != dir->left_behind) {
+	runs = verdict_runs(r, src);
+	if (q != dir->left_behind || runs != dir->left_verdicts || runs == UINT64_MAX) {
 		dir->left_behind = q;
+		dir->left_verdicts = runs;
 		return;
 	}
 	gate_set(r, src, false);
@@ -714,20 +750,42 @@ static bool dir_drained(struct redirect *r, int src)
 static void dir_sweep(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
+	struct vsockmap_gate *gate;
+	uint64_t held;
 	int64_t q;
 	ssize_t n;
 	char *buf;
 
 	if (now_usec() - dir->gate_usec < VERDICT_GRACE_USEC || !dir_drained(r, src))
 		return;
+	if (!flush_buf(r, src))
+		return; /* the read below reuses the buffer */
+	gate = dataplane_gate(r->d->dp, r->slot, src);
+	held = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
 	q = socket_inq(r->ep[src].fd);
+	if (held != dir->held_taken) {
+		/*
+		 * The client sent again after the gate closed: the verdict held its oldest skbs,
+		 * and the newest are still queued behind them. Reading now could overtake one the
+		 * verdict has taken but not yet queued. Forward the held bytes, reopen, and look
+		 * again when the client is idle.
+		 */
+		dir->left_behind = q > 0 ? q : 0;
+		dir->left_verdicts = UINT64_MAX;
+		dir->left_check_usec = now_usec() + STALL_USEC;
+		dir->state = DIR_CATCHUP;
+		return;
+	}
 	if (q > 0) {
-		if ((size_t)q > dir->buf_size) {
-			buf = realloc(dir->buf, q);
+		/* Never smaller than SYNC_BUF_SIZE: the buffer is reused for later reads. */
+		if ((size_t)q > dir->buf_size || dir->buf_size < SYNC_BUF_SIZE) {
+			size_t size = (size_t)q > SYNC_BUF_SIZE ? (size_t)q : SYNC_BUF_SIZE;
+
+			buf = realloc(dir->buf, size);
 			if (!buf)
 				return; /* try again on the next tick */
 			dir->buf = buf;
-			dir->buf_size = q;
+			dir->buf_size = size;
 		}
 		do
 			n = recv(r->ep[src].fd, dir->buf, q, MSG_DONTWAIT);
@@ -761,7 +819,7 @@ static ssize_t forward_held(struct redirect *r, int src)
 		return peer_shut_down(fd) ? 0 : -EAGAIN;
 	if (!dir_buf(dir))
 		return -ENOMEM;
-	n = held_read(fd, dir->buf, SYNC_BUF_SIZE);
+	n = held_read(fd, dir->buf, dir->buf_size);
 	if (n == -EAGAIN)
 		return -EINPROGRESS;
 	if (n <= 0)

@@ -31,6 +31,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 
 {
 	e2e_run_streams
+	e2e_run_late_insert
 	e2e_run_dgram
 	e2e_check_bpf_object
 	ctl_run_all

@@ -22,6 +22,7 @@ E2E_BPF_SHA_FILE=/usr/lib/vmtest/bpf-object.sha256
 mkdir -p "$E2E_DIR"
 
 e2e_run_streams
+e2e_run_late_insert
 e2e_run_dgram
 e2e_check_bpf_object
 
