@@ -19,21 +19,33 @@
  * pass: a thousand clients closing at once made the daemon walk the map a thousand times.
  */
 #define QUEUE_CACHE_USEC 1000
+#ifndef ENOTSUPP
+#define ENOTSUPP 524 /* the kernel's answer for a map without batch operations */
+#endif
 #define QUEUE_READ_RECORDS 1024
+/*
+ * The gates map is mapped a chunk at a time, as far as the highest slot in use (slots are
+ * handed out lowest first): a mapping of a BPF array brings all its pages in at once, and the
+ * whole map (3 MiB) was most of an idle daemon's RSS.
+ */
+#define GATES_CHUNK (64 * 1024)
 
 struct dataplane {
 	struct vsockmap_bpf *skel;
 	struct dataplane_features features;
-	struct vsockmap_gate *gates; /* mmap of the gates map */
+	struct vsockmap_gate *gates; /* the gates map, mapped into this range as slots are used */
 	size_t gates_len;
+	size_t gates_mapped; /* bytes of it mapped so far, from the start */
 	int ncpus;
-	struct vsockmap_counters *percpu; /* scratch for counter reads, ncpus entries */
+	struct vsockmap_counters *percpu; /* scratch for counter reads, 2 * ncpus entries */
+	bool no_batch;			  /* the kernel refused a batch op on counters */
 	uint32_t *free_slots;		  /* stack of unused slots */
 	uint32_t n_free;
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;
 	uint64_t queues_usec;	 /* event-loop tick of that pass */
 	uint64_t pass_tick_usec;
+	struct bpf_link *iter_link; /* the queue iterator over egress, attached once */
 };
 
 struct dgram_plane {
@@ -92,6 +104,27 @@ static int attach_verdicts(struct dataplane *dp)
 	return 0;
 }
 
+/* Map the gates map as far as slot's gates (see GATES_CHUNK). */
+static int map_gates(struct dataplane *dp, uint32_t slot)
+{
+	size_t need = (size_t)(slot + 1) * VSOCKMAP_NR_DIRS * sizeof(struct vsockmap_gate);
+	size_t len;
+	void *p;
+
+	while (dp->gates_mapped < need) {
+		len = dp->gates_len - dp->gates_mapped;
+		if (len > GATES_CHUNK)
+			len = GATES_CHUNK;
+		p = mmap((char *)dp->gates + dp->gates_mapped, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, bpf_map__fd(dp->skel->maps.gates),
+			 (off_t)dp->gates_mapped);
+		if (p == MAP_FAILED)
+			return -errno;
+		dp->gates_mapped += len;
+	}
+	return 0;
+}
+
 static int init_slots(struct dataplane *dp)
 {
 	uint32_t i;
@@ -119,7 +152,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode)
 		err = dp->ncpus ? dp->ncpus : -EINVAL;
 		goto out_free;
 	}
-	dp->percpu = calloc(dp->ncpus, sizeof(*dp->percpu));
+	dp->percpu = calloc((size_t)dp->ncpus * VSOCKMAP_NR_DIRS, sizeof(*dp->percpu));
 	err = dp->percpu ? init_slots(dp) : -ENOMEM;
 	if (err)
 		goto out_free;
@@ -143,11 +176,17 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode)
 	}
 
 	dp->gates_len = sizeof(struct vsockmap_gate) * VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS;
-	dp->gates = mmap(NULL, dp->gates_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 bpf_map__fd(dp->skel->maps.gates), 0);
+	/* Address space for all of it; map_gates() maps the map's pages into it. */
+	dp->gates = mmap(NULL, dp->gates_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
 	if (dp->gates == MAP_FAILED) {
 		dp->gates = NULL;
 		err = log_errno(LOG_ERR, errno, "mapping the gates map");
+		goto out_free;
+	}
+	err = map_gates(dp, 0);
+	if (err) {
+		log_errno(LOG_ERR, err, "mapping the gates map");
 		goto out_free;
 	}
 	err = attach_verdicts(dp);
@@ -167,6 +206,7 @@ void dataplane_close(struct dataplane *dp)
 		return;
 	if (dp->gates)
 		munmap(dp->gates, dp->gates_len);
+	bpf_link__destroy(dp->iter_link);
 	vsockmap_bpf__destroy(dp->skel);
 	free(dp->free_slots);
 	free(dp->percpu);
@@ -179,6 +219,28 @@ const struct dataplane_features *dataplane_features(const struct dataplane *dp)
 	return &dp->features;
 }
 
+/* Zero both counters of a slot: one BPF_MAP_UPDATE_BATCH, or two updates. */
+static int zero_counters(struct dataplane *dp, uint32_t s)
+{
+	int fd = bpf_map__fd(dp->skel->maps.counters);
+	uint32_t keys[VSOCKMAP_NR_DIRS], count = VSOCKMAP_NR_DIRS, dir;
+
+	memset(dp->percpu, 0, sizeof(*dp->percpu) * dp->ncpus * VSOCKMAP_NR_DIRS);
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+		keys[dir] = s * VSOCKMAP_NR_DIRS + dir;
+	if (!dp->no_batch) {
+		if (!bpf_map_update_batch(fd, keys, dp->percpu, &count, NULL))
+			return 0;
+		if (errno != EINVAL && errno != EOPNOTSUPP && errno != ENOTSUPP)
+			return -errno;
+		dp->no_batch = true;
+	}
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+		if (bpf_map_update_elem(fd, &keys[dir], dp->percpu, BPF_ANY))
+			return -errno;
+	return 0;
+}
+
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 {
 	uint32_t s, dir, idx;
@@ -187,17 +249,19 @@ int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 	if (!dp->n_free)
 		return -ENOSPC;
 	s = dp->free_slots[--dp->n_free];
-	memset(dp->percpu, 0, sizeof(*dp->percpu) * dp->ncpus);
+	err = map_gates(dp, s);
+	if (err) {
+		dp->free_slots[dp->n_free++] = s;
+		return err;
+	}
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 		idx = s * VSOCKMAP_NR_DIRS + dir;
 		memset(&dp->gates[idx], 0, sizeof(dp->gates[idx]));
-		err = bpf_map_update_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu,
-					  BPF_ANY);
-		if (err) {
-			err = -errno;
-			dp->free_slots[dp->n_free++] = s;
-			return err;
-		}
+	}
+	err = zero_counters(dp, s);
+	if (err) {
+		dp->free_slots[dp->n_free++] = s;
+		return err;
 	}
 	*slot = s;
 	return 0;
@@ -240,6 +304,16 @@ void dataplane_remove_source(struct dataplane *dp, uint64_t cookie)
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie);
 }
 
+void dataplane_remove_destination(struct dataplane *dp, uint64_t cookie)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.egress), &cookie);
+}
+
+void dataplane_unlink(struct dataplane *dp, uint64_t cookie)
+{
+	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.links), &cookie);
+}
+
 void dataplane_remove(struct dataplane *dp, uint64_t cookie)
 {
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie);
@@ -249,6 +323,12 @@ void dataplane_remove(struct dataplane *dp, uint64_t cookie)
 
 struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir)
 {
+	int err;
+
+	/* dataplane_slot_alloc() has mapped its slots; a slot taken any other way is mapped here. */
+	err = map_gates(dp, slot);
+	if (err)
+		log_errno(LOG_ERR, err, "mapping the gates map for slot %u", slot);
 	return &dp->gates[slot * VSOCKMAP_NR_DIRS + dir];
 }
 
@@ -270,6 +350,52 @@ int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 	return 0;
 }
 
+static void sum_percpu(const struct vsockmap_counters *percpu, int ncpus,
+		       struct vsockmap_counters *sum)
+{
+	int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		sum->bytes += percpu[cpu].bytes;
+		sum->packets += percpu[cpu].packets;
+		sum->held_packets += percpu[cpu].held_packets;
+		sum->dropped_packets += percpu[cpu].dropped_packets;
+	}
+}
+
+int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
+			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS])
+{
+	int fd = bpf_map__fd(dp->skel->maps.counters), err, dir;
+	uint32_t first = slot * VSOCKMAP_NR_DIRS, prev = first - 1, out, keys[VSOCKMAP_NR_DIRS];
+	uint32_t count = VSOCKMAP_NR_DIRS;
+
+	if (!dp->no_batch) {
+		/* An array batch starts after in_batch (NULL: at key 0). */
+		err = bpf_map_lookup_batch(fd, first ? &prev : NULL, &out, keys, dp->percpu,
+					   &count, NULL);
+		if (!err || errno == ENOENT) {
+			if (count == VSOCKMAP_NR_DIRS && keys[0] == first && keys[1] == first + 1) {
+				for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+					sum_percpu(dp->percpu + dir * dp->ncpus, dp->ncpus,
+						   &sum[dir]);
+				return 0;
+			}
+		} else if (errno != EINVAL && errno != EOPNOTSUPP && errno != ENOTSUPP) {
+			return -errno;
+		} else {
+			dp->no_batch = true;
+		}
+	}
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		err = dataplane_counters(dp, slot, dir, &sum[dir]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int queue_info_cmp(const void *a, const void *b)
 {
 	const struct vsockmap_queue_info *x = a, *y = b;
@@ -283,24 +409,25 @@ static int queue_info_cmp(const void *a, const void *b)
  */
 static int refresh_queues(struct dataplane *dp)
 {
-	union bpf_iter_link_info linfo = {};
-	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
-		    .link_info_len = sizeof(linfo));
 	struct vsockmap_queue_info info, *grown;
-	struct bpf_link *link;
 	int iter_fd, err = 0;
-	ssize_t n;
+	ssize_t n = 0;
 
-	dp->skel->bss->iter_cookie = 0;
-	linfo.map.map_fd = bpf_map__fd(dp->skel->maps.egress);
-	link = bpf_program__attach_iter(dp->skel->progs.vsockmap_queues, &opts);
-	if (!link)
-		return -errno;
-	iter_fd = bpf_iter_create(bpf_link__fd(link));
-	if (iter_fd < 0) {
-		err = -errno;
-		goto out_link;
+	/* One link for the daemon's lifetime: each pass then costs one BPF_ITER_CREATE. */
+	if (!dp->iter_link) {
+		union bpf_iter_link_info linfo = {};
+		LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
+			    .link_info_len = sizeof(linfo));
+
+		dp->skel->bss->iter_cookie = 0;
+		linfo.map.map_fd = bpf_map__fd(dp->skel->maps.egress);
+		dp->iter_link = bpf_program__attach_iter(dp->skel->progs.vsockmap_queues, &opts);
+		if (!dp->iter_link)
+			return -errno;
 	}
+	iter_fd = bpf_iter_create(bpf_link__fd(dp->iter_link));
+	if (iter_fd < 0)
+		return -errno;
 	dp->n_queues = 0;
 	for (;;) {
 		if (dp->queues_cap - dp->n_queues < QUEUE_READ_RECORDS) {
@@ -325,8 +452,6 @@ static int refresh_queues(struct dataplane *dp)
 	close(iter_fd);
 	qsort(dp->queues, dp->n_queues, sizeof(*dp->queues), queue_info_cmp);
 	dp->queues_usec = err ? 0 : dp->pass_tick_usec;
-out_link:
-	bpf_link__destroy(link);
 	return err;
 }
 

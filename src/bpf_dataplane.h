@@ -38,12 +38,19 @@ int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd);
 int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd);
 /* Take a source out of the verdict's sockhash again; its link stays. */
 void dataplane_remove_source(struct dataplane *dp, uint64_t cookie);
+/* Take a destination out of egress. */
+void dataplane_remove_destination(struct dataplane *dp, uint64_t cookie);
+/* Drop the link of a source. */
+void dataplane_unlink(struct dataplane *dp, uint64_t cookie);
 /* Remove from both sockhashes and drop the link; missing entries are not an error. */
 void dataplane_remove(struct dataplane *dp, uint64_t cookie);
 
 struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir);
 int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 		       struct vsockmap_counters *sum);
+/* Both directions of a slot, in one map read where the kernel allows. */
+int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
+			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS]);
 
 /*
  * Queue lengths of one destination, from an iterator pass made in the event-loop tick
