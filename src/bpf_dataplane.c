@@ -46,6 +46,7 @@ struct dataplane {
 	uint64_t queues_usec;	 /* event-loop tick of that pass */
 	uint64_t pass_tick_usec;
 	struct bpf_link *iter_link; /* the queue iterator over egress, attached once */
+	bool maps_reused;	    /* loaded on top of the maps a previous instance stored */
 };
 
 struct dgram_plane {
@@ -68,7 +69,41 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
-static int skel_load(struct dataplane *dp, bool with_iterator)
+/*
+ * Use the maps a previous instance stored (restart without loss, handover.c): all of them or
+ * none. Internal maps (.bss) are per program and never shared.
+ */
+static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
+			     dataplane_stored_map_fn stored)
+{
+	int fds[16], n = 0, i, err = 0;
+	struct bpf_map *map;
+	bool all = true;
+
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		if (n == (int)(sizeof(fds) / sizeof(fds[0])))
+			return -E2BIG;
+		fds[n] = stored(bpf_map__name(map));
+		all = all && fds[n] >= 0;
+		n++;
+	}
+	i = 0;
+	bpf_object__for_each_map(map, skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		if (all && !err && bpf_map__reuse_fd(map, fds[i]))
+			err = -errno;
+		if (fds[i] >= 0)
+			close(fds[i]); /* bpf_map__reuse_fd() took its own copy */
+		i++;
+	}
+	dp->maps_reused = all && n && !err;
+	return err;
+}
+
+static int skel_load(struct dataplane *dp, bool with_iterator, dataplane_stored_map_fn stored)
 {
 	struct vsockmap_bpf *skel;
 	int err;
@@ -78,6 +113,11 @@ static int skel_load(struct dataplane *dp, bool with_iterator)
 		return -errno;
 	bpf_program__set_autoload(skel->progs.vsockmap_dgram_verdict, false);
 	bpf_program__set_autoload(skel->progs.vsockmap_queues, with_iterator);
+	err = stored ? reuse_stored_maps(dp, skel, stored) : 0;
+	if (err) {
+		vsockmap_bpf__destroy(skel);
+		return log_errno(LOG_ERR, err, "taking over the stored BPF maps");
+	}
 	err = vsockmap_bpf__load(skel);
 	if (err) {
 		vsockmap_bpf__destroy(skel);
@@ -138,7 +178,7 @@ static int init_slots(struct dataplane *dp)
 	return 0;
 }
 
-int dataplane_open(struct dataplane **out, enum drain_mode mode)
+int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_stored_map_fn stored)
 {
 	struct dataplane *dp;
 	int err;
@@ -159,7 +199,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode)
 
 	err = -ECANCELED; /* --drain=timed */
 	if (mode != DRAIN_TIMED) {
-		err = skel_load(dp, true);
+		err = skel_load(dp, true, stored);
 		if (err && mode == DRAIN_ITERATOR) {
 			log_errno(LOG_ERR, err, "loading the BPF object with its queue iterator");
 			goto out_free;
@@ -168,7 +208,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode)
 	dp->features.iterator = !err;
 	dp->features.iterator_error = err;
 	if (err) {
-		err = skel_load(dp, false);
+		err = skel_load(dp, false, stored);
 		if (err) {
 			log_errno(LOG_ERR, err, "loading the BPF object");
 			goto out_free;
@@ -270,6 +310,45 @@ int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 void dataplane_slot_free(struct dataplane *dp, uint32_t slot)
 {
 	dp->free_slots[dp->n_free++] = slot;
+}
+
+int dataplane_slot_reserve(struct dataplane *dp, uint32_t slot)
+{
+	uint32_t i;
+
+	for (i = 0; i < dp->n_free; i++) {
+		if (dp->free_slots[i] != slot)
+			continue;
+		dp->free_slots[i] = dp->free_slots[--dp->n_free];
+		return map_gates(dp, slot);
+	}
+	return -EBUSY; /* taken twice */
+}
+
+int dataplane_slot_reserve_cb(void *dp, uint32_t slot)
+{
+	return dataplane_slot_reserve(dp, slot);
+}
+
+bool dataplane_maps_reused(const struct dataplane *dp)
+{
+	return dp->maps_reused;
+}
+
+int dataplane_for_each_map(struct dataplane *dp,
+			   int (*fn)(void *ctx, const char *name, int fd), void *ctx)
+{
+	struct bpf_map *map;
+	int err;
+
+	bpf_object__for_each_map(map, dp->skel->obj) {
+		if (bpf_map__is_internal(map))
+			continue;
+		err = fn(ctx, bpf_map__name(map), bpf_map__fd(map));
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,

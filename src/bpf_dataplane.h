@@ -22,12 +22,25 @@ struct dataplane_features {
 	int iterator_error; /* -errno from loading it, when it did not */
 };
 
-int dataplane_open(struct dataplane **out, enum drain_mode mode);
+/* The fd of a map NAME stored by a previous instance (the caller's copy), or -ENOENT. */
+typedef int (*dataplane_stored_map_fn)(const char *name);
+
+/* stored: NULL, or where to look for a previous instance's maps to load on top of. */
+int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_stored_map_fn stored);
+/* Loaded on top of every map a previous instance stored: its redirects can go on. */
+bool dataplane_maps_reused(const struct dataplane *dp);
+/* Calls fn for each map of the object (not its internal .bss), with the daemon's fd. */
+int dataplane_for_each_map(struct dataplane *dp,
+			   int (*fn)(void *ctx, const char *name, int fd), void *ctx);
 void dataplane_close(struct dataplane *dp);
 const struct dataplane_features *dataplane_features(const struct dataplane *dp);
 
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot);
 void dataplane_slot_free(struct dataplane *dp, uint32_t slot);
+/* Take slot out of the free ones: a redirect taken back from a previous instance uses it. */
+int dataplane_slot_reserve(struct dataplane *dp, uint32_t slot);
+/* The same, for a callback with a void * context (the dataplane). */
+int dataplane_slot_reserve_cb(void *dp, uint32_t slot);
 
 /* Link a source socket to its destination (direction dir of slot). */
 int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,

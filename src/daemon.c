@@ -13,6 +13,7 @@
 #include "control_server.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "handover.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
@@ -29,7 +30,13 @@ uint64_t daemon_next_id(struct daemon *d)
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
-	(void)userdata;
+	struct daemon *d = userdata;
+
+	if (d->handing_over)
+		return 0; /* already on its way out */
+	/* "systemctl restart": hand the sockets over instead of closing them. */
+	if (si->ssi_signo == SIGTERM && handover_start(d))
+		return 0;
 	log_info("received %s, shutting down", strsignal(si->ssi_signo));
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
@@ -112,7 +119,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGHUP, on_sighup, d);
 	if (err < 0)
 		goto out;
-	err = dataplane_open(&d->dp, opts->drain_mode);
+	/* On top of the maps a previous instance stored, if any (handover.c). */
+	err = dataplane_open(&d->dp, opts->drain_mode, handover_map_fd);
+	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
 	if (err)
 		goto out;
 	log_datapath(d);
@@ -123,7 +132,11 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 				  &control_commands, d, &d->control);
 	if (err)
 		goto out;
+	err = handover_adopt(d);
+	if (err < 0)
+		goto out;
 	service_fds_release(); /* all claimed: collect checked every name */
+	handover_release();
 	err = service_start(d);
 	if (err)
 		goto out;
@@ -147,6 +160,7 @@ void daemon_stop(struct daemon *d)
 	size_t i;
 
 	service_stop(d);
+	handover_release();
 	if (d->late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
 			 "those bytes followed the next write or EOF",

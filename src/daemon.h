@@ -26,6 +26,7 @@ struct daemon {
 	struct control_server *control;
 	uint64_t started_usec;
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
+	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
 };
 
 struct daemon_options {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -7,6 +8,7 @@
 
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "handover.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
@@ -56,6 +58,11 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	}
 	if (fd != -ENOENT)
 		return fd; /* logged */
+	fd = rc->listen.kind == ADDRESS_UNIX_LISTEN ? handover_claim_listener(rc) : -ENOENT;
+	if (fd >= 0) {
+		l->adopted = true;
+		return fd;
+	}
 	fd = unix_listener_open(&rc->listen, &why);
 	if (fd == -EADDRINUSE)
 		log_fields(LOG_ERR, ctx, "[%s] %s: another process is listening on it", rc->name,
@@ -74,8 +81,8 @@ static void listener_close(struct listener *l)
 	l->dgram = NULL;
 	l->io = sd_event_source_disable_unref(l->io);
 	if (l->fd >= 0) {
-		/* systemd keeps a passed socket listening; its .socket unit removes the file. */
-		if (!l->activated)
+		/* systemd keeps a passed or stored socket listening; the file stays for it. */
+		if (!l->activated && !l->handed_over)
 			unlink(l->rc->listen.path);
 		l->fd = safe_close(l->fd);
 	}
@@ -123,7 +130,9 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	}
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path,
-		   l->activated ? " (socket passed by systemd)" : "");
+		   l->activated ? " (socket passed by systemd)"
+		   : l->adopted	 ? " (taken back from the previous instance)"
+				 : "");
 	*out = l;
 	return 0;
 
@@ -141,6 +150,26 @@ void listener_retire(struct listener *l)
 	l->retired = true;
 	if (!l->live)
 		free(l);
+}
+
+void listener_pause(struct listener *l)
+{
+	if (l->io)
+		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+}
+
+struct listener *listener_placeholder(struct daemon *d, const char *section)
+{
+	struct listener *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->d = d;
+	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
+	l->rc = &l->conf;
+	l->fd = -1;
+	l->retired = true;
+	return l;
 }
 
 void listener_redirect_closed(struct listener *l)

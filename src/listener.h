@@ -18,6 +18,8 @@ struct listener {
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */
 	bool retired; /* its section was removed: not listening, freed with its last redirect */
+	bool handed_over; /* in systemd's fd store for the next instance: keep the socket file */
+	bool adopted;	  /* taken back from the previous instance through the fd store */
 	int fd;
 	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
 	sd_event_source *io;
@@ -38,6 +40,15 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
  * is freed with the last of them, or now if it has none.
  */
 void listener_retire(struct listener *l);
+
+/* Stop accepting for now (a restart hands the socket over; clients wait in the backlog). */
+void listener_pause(struct listener *l);
+
+/*
+ * A retired listener for redirects taken back from a previous instance whose section is no
+ * longer configured, so they can be closed cleanly. NULL without memory.
+ */
+struct listener *listener_placeholder(struct daemon *d, const char *section);
 
 /* One of l's redirects has gone. */
 void listener_redirect_closed(struct listener *l);

@@ -88,6 +88,8 @@ struct redirect {
 	bool connecting;
 	bool close_after_drain;
 	bool stop_reading_target; /* closing on request: deliver what is queued, then stop */
+	bool settling;	   /* restart: read no more from the target, so that nothing is in flight */
+	bool handed_over;  /* in systemd's fd store: its map entries are the next instance's */
 	sd_event_source *timer;
 	unsigned int batch;	  /* the last events batch that stepped it */
 	bool dead;		  /* freed during an events batch: free()d after it */
@@ -146,6 +148,17 @@ static void redirect_unlink(struct redirect *r)
 	d->n_redirects--;
 }
 
+/* Only the entries each socket has: no failed deletes. */
+static void remove_map_entries(struct redirect *r)
+{
+	if (r->ep[CLIENT].in_map)
+		dataplane_remove_source(r->d->dp, r->ep[CLIENT].cookie);
+	if (r->linked)
+		dataplane_unlink(r->d->dp, r->ep[CLIENT].cookie);
+	if (r->ep[TARGET].in_map)
+		dataplane_remove_destination(r->d->dp, r->ep[TARGET].cookie);
+}
+
 void redirect_free(struct redirect *r)
 {
 	struct redirect_info info;
@@ -160,13 +173,9 @@ void redirect_free(struct redirect *r)
 	}
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
-	/* Only the entries each socket has: no failed deletes. */
-	if (r->ep[CLIENT].in_map)
-		dataplane_remove_source(r->d->dp, r->ep[CLIENT].cookie);
-	if (r->linked)
-		dataplane_unlink(r->d->dp, r->ep[CLIENT].cookie);
-	if (r->ep[TARGET].in_map)
-		dataplane_remove_destination(r->d->dp, r->ep[TARGET].cookie);
+	/* A handed-over pair keeps its entries for the next instance. */
+	if (!r->handed_over)
+		remove_map_entries(r);
 	for (i = 0; i < 2; i++) {
 		if (r->ep[i].watched)
 			epoll_ctl(events.epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);
@@ -371,7 +380,7 @@ static int update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    !dir_pending(out))
+			    !dir_pending(out) && !(r->settling && i == TARGET))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
@@ -864,6 +873,13 @@ static void dir_copy(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
+	if (r->settling && src == TARGET) {
+		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
+		if (flush_buf(r, src))
+			splice_flush(r, src);
+		return;
+	}
+
 	do {
 		n = -EOPNOTSUPP;
 		if (src == TARGET && !dir->no_splice)
@@ -1234,24 +1250,25 @@ static void read_client_identity(struct redirect *r)
 	r->comm[n > 0 ? n : 0] = '\0';
 }
 
-int redirect_start(struct daemon *d, struct listener *l, int client_fd)
+/* A redirect on the daemon's list, owning both fds (closed here without memory). */
+static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint64_t id,
+				     int client_fd, int target_fd)
 {
-	const struct address *target = &l->rc->connect;
-	unsigned int timeout_ms;
 	struct redirect *r;
-	int in_progress, err, i;
+	int i;
 
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		safe_close(client_fd);
-		return -ENOMEM;
+		safe_close(target_fd);
+		return NULL;
 	}
 	r->d = d;
 	r->l = l;
-	r->id = daemon_next_id(d);
+	r->id = id;
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
-	r->ep[TARGET].fd = -1;
+	r->ep[TARGET].fd = target_fd;
 	for (i = 0; i < VSOCKMAP_NR_DIRS; i++)
 		r->dir[i].pipe[0] = r->dir[i].pipe[1] = -1;
 	r->next = d->redirects;
@@ -1260,8 +1277,21 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 	d->redirects = r;
 	d->n_redirects++;
 	l->live++;
-	l->accepted++;
 	read_client_identity(r);
+	return r;
+}
+
+int redirect_start(struct daemon *d, struct listener *l, int client_fd)
+{
+	const struct address *target = &l->rc->connect;
+	unsigned int timeout_ms;
+	struct redirect *r;
+	int in_progress, err;
+
+	r = redirect_new(d, l, daemon_next_id(d), client_fd, -1);
+	if (!r)
+		return -ENOMEM;
+	l->accepted++;
 
 	timeout_ms = target->connect_timeout_ms ?: d->cfg.daemon.connect_timeout_ms;
 	r->connect_deadline_usec = r->started_usec + timeout_ms * USEC_PER_MSEC;
@@ -1282,4 +1312,93 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 
 fail:
 	return redirect_fail(r, err, "connect");
+}
+
+/* ---- restart without loss (handover.c) ---- */
+
+bool redirect_settle(struct redirect *r, const char **why)
+{
+	const struct direction *c = &r->dir[CLIENT], *t = &r->dir[TARGET];
+	struct vsockmap_gate *gate;
+
+	*why = NULL;
+	if (r->connecting || r->close_after_drain || r->ep[CLIENT].hup || r->ep[TARGET].hup) {
+		*why = r->connecting ? "still connecting" : "closing";
+		return false;
+	}
+	if (!r->settling) {
+		r->settling = true;
+		update_io(r);
+	}
+	/* A direction that is done has passed its EOF on: the other one may still be live. */
+	if (c->state == DIR_DRAINING)
+		*why = "client half-closed, its last bytes still in the kernel";
+	else if ((c->state != DIR_OPEN && c->state != DIR_DONE) || !r->ep[CLIENT].in_map)
+		*why = c->state == DIR_SYNC ? "client bytes still carried by the daemon" : "catching up";
+	else if (c->left_behind)
+		*why = "client bytes left behind at the insert";
+	else if (dir_pending(c))
+		*why = "client bytes not yet written to the target";
+	else if (t->state != DIR_COPY && t->state != DIR_DONE)
+		*why = "target half-closed, its last bytes not yet read";
+	else if (dir_pending(t))
+		*why = "target bytes not yet written to the client";
+	if (*why)
+		return false;
+	if (c->state == DIR_DONE)
+		return true;
+	gate = dataplane_gate(r->d->dp, r->slot, CLIENT);
+	if (__atomic_load_n(&gate->open, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE) == c->held_taken &&
+	    __atomic_load_n(&gate->released, __ATOMIC_ACQUIRE) == c->held_taken)
+		return true;
+	*why = "client bytes held by the verdict";
+	return false;
+}
+
+void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
+			    int *client_fd, int *target_fd)
+{
+	*id = r->id;
+	*slot = r->slot;
+	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
+		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
+	*client_fd = r->ep[CLIENT].fd;
+	*target_fd = r->ep[TARGET].fd;
+}
+
+void redirect_mark_handed_over(struct redirect *r)
+{
+	r->handed_over = true;
+}
+
+int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
+		   unsigned int half, int client_fd, int target_fd)
+{
+	struct vsockmap_gate *gate;
+	struct redirect *r;
+	int err, i;
+
+	r = redirect_new(d, l, id, client_fd, target_fd);
+	if (!r)
+		return -ENOMEM;
+	/* As the previous instance left it: settled (redirect_settle()), slot reserved. */
+	r->slot = slot;
+	r->has_slot = true;
+	r->linked = true;
+	r->ep[CLIENT].in_map = r->ep[TARGET].in_map = true;
+	for (i = 0; i < 2; i++) {
+		err = socket_cookie(r->ep[i].fd, &r->ep[i].cookie);
+		if (err) {
+			redirect_free(r);
+			return err;
+		}
+	}
+	gate = dataplane_gate(d->dp, slot, CLIENT);
+	r->dir[CLIENT].held_taken = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;
+	r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
+	log_debug("[%s] redirect %" PRIu64 ": taken back from the previous instance",
+		  l->rc->name, id);
+	return redirect_step(r);
 }

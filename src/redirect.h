@@ -53,4 +53,22 @@ struct redirect *redirect_next(struct redirect *r);
 void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues);
 struct listener *redirect_listener(struct redirect *r);
 
+/*
+ * Restart without loss (handover.c). Settle: stop reading the target and report whether the
+ * pair can be handed over now (the kernel carries client to target with nothing held, and
+ * the daemon has written out all it read from the target). Call again until true; why says
+ * what it still waits for.
+ */
+bool redirect_settle(struct redirect *r, const char **why);
+/* Which ways of a settled pair are done (their EOF passed on): REDIRECT_HALF_* bits. */
+#define REDIRECT_HALF_CLIENT 1 /* client to target */
+#define REDIRECT_HALF_TARGET 2 /* target to client */
+void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
+			    int *client_fd, int *target_fd);
+/* Its sockets are in systemd's fd store: closing it leaves the maps alone. */
+void redirect_mark_handed_over(struct redirect *r);
+/* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
+int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
+		   unsigned int half, int client_fd, int target_fd);
+
 #endif

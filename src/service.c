@@ -13,6 +13,7 @@
 
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "handover.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
@@ -90,7 +91,19 @@ int service_fds_collect(const struct config *cfg)
 	}
 	section_list(cfg, sections, sizeof(sections));
 	for (i = 0; i < n_passed; i++) {
+		/* What the previous instance stored for a restart (handover.c). */
+		if (passed[i].name && !strncmp(passed[i].name, HANDOVER_PREFIX,
+					       strlen(HANDOVER_PREFIX))) {
+			handover_collect(passed[i].fd, passed[i].name);
+			passed[i].fd = -1;
+			passed[i].name = NULL;
+		}
+	}
+	for (i = 0; i < n_passed; i++) {
 		const char *name = passed[i].name ? passed[i].name : "unknown";
+
+		if (passed[i].fd < 0)
+			continue;
 
 		for (j = 0; j < i; j++)
 			if (passed[j].name && !strcmp(passed[j].name, name))
@@ -114,8 +127,10 @@ int service_fds_collect(const struct config *cfg)
 			err = -EINVAL;
 		}
 	}
-	if (!err)
-		log_info("systemd passed %zu socket%s", n_passed, n_passed == 1 ? "" : "s");
+	for (i = j = 0; i < n_passed; i++)
+		j += passed[i].fd >= 0;
+	if (!err && j)
+		log_info("systemd passed %zu socket%s", j, j == 1 ? "" : "s");
 out:
 	if (names) {
 		for (i = 0; i < (size_t)n; i++)
@@ -375,8 +390,8 @@ void service_notify_reloading(struct daemon *d)
 
 void service_stop(struct daemon *d)
 {
-	(void)d;
-	sd_notify(0, "STOPPING=1\nSTATUS=stopping: closing redirects and listeners");
+	if (!d->handing_over)
+		sd_notify(0, "STOPPING=1\nSTATUS=stopping: closing redirects and listeners");
 	status_timer = sd_event_source_disable_unref(status_timer);
 	log_flush_suppressed();
 	service_fds_release();

@@ -35,7 +35,7 @@ die() {
 	exit 1
 }
 
-timeout_s=${VSOCKMAP_VM_TIMEOUT:-420}
+timeout_s=${VSOCKMAP_VM_TIMEOUT:-900}
 shell=0
 while (($#)); do
 	case $1 in
@@ -129,6 +129,9 @@ mkdir -p "$p/etc/vmtest"
 {
 	echo "VMTEST_TIMEOUT=$suite_timeout"
 	echo "SYSTEMD_TESTS=\"${SYSTEMD_TESTS:-}\""
+	# The restart test's size: RESTARTS=3 BULK=64M for a quick look.
+	echo "RESTARTS=${RESTARTS:-20}"
+	echo "BULK=${BULK:-256M}"
 } >"$p/etc/vmtest/env"
 mkdir -p "$p/etc/systemd/system/vsockmap-test.service.d"
 printf '[Service]\nRuntimeMaxSec=%s\n' "$suite_timeout" \

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Restart without loss. On "systemctl restart" (and only then: a stop drains, see
+ * systemd_job.c) the daemon stops accepting, lets every redirect settle (nothing held in
+ * the daemon, the kernel carrying client to target), and hands to systemd's fd store
+ * (FDSTORE=1, FDNAME=) every listener it created, both sockets of every settled redirect,
+ * and the maps of its BPF object. While no daemon runs, the kernel goes on redirecting client
+ * to target (DESIGN fact 7): the maps keep their programs and the sockets stay in them, since
+ * systemd holds a reference to each. Target to client waits in the target's receive queue.
+ * New clients wait in the listen backlog.
+ *
+ * The next instance gets the fds back (LISTEN_FDS, LISTEN_FDNAMES), loads its object on top
+ * of the stored maps, takes back the listeners and the redirects, and tells systemd to drop
+ * what it stored (FDSTOREREMOVE=1): otherwise systemd's copy would keep a closed redirect's
+ * sockets open.
+ *
+ * Names, all starting "vsm-" (FDNAME= allows 255 printable characters, no ':' since
+ * LISTEN_FDNAMES is colon-separated; systemd renames an invalid one "stored"):
+ *   vsm-map.SHA.NAME               a map of the main object; SHA: its first 16 hex digits
+ *   vsm-listen.SECTION             a listening socket the daemon created
+ *   vsm-pair.ID.SLOT.HALF.c.SECTION  a redirect's client socket; "t": its target socket;
+ *                                  HALF: which ways are already half-closed (redirect.h)
+ *
+ * Not handed over: UNIX-RECV sockets (closed and made again, so datagrams sent meanwhile
+ * fail at the sender), listeners systemd passed by socket activation (the .socket unit keeps
+ * them anyway), and a redirect that has not settled within HANDOVER_SETTLE_USEC (closed as
+ * on a stop).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "bpf_object_id.h"
+
+#include "daemon.h"
+#include "handover.h"
+#include "listener.h"
+#include "log.h"
+#include "redirect.h"
+#include "systemd_job.h"
+#include "util.h"
+
+#define HANDOVER_SETTLE_USEC (3 * USEC_PER_SEC)
+#define HANDOVER_POLL_USEC (5 * USEC_PER_MSEC)
+#define SHA_LEN 16
+
+struct stored {
+	int fd; /* -1 once claimed */
+	char *name;
+};
+
+static struct stored *stored;
+static size_t n_stored, cap_stored;
+static bool sha_warned;
+
+void handover_collect(int fd, char *name)
+{
+	struct stored *grown;
+
+	if (n_stored == cap_stored) {
+		cap_stored = cap_stored * 2 + 16;
+		grown = realloc(stored, cap_stored * sizeof(*stored));
+		if (!grown) {
+			safe_close(fd);
+			free(name);
+			return;
+		}
+		stored = grown;
+	}
+	stored[n_stored++] = (struct stored){ .fd = fd, .name = name };
+}
+
+static int claim(size_t i)
+{
+	int fd = stored[i].fd;
+
+	stored[i].fd = -1;
+	return fd;
+}
+
+int handover_map_fd(const char *name)
+{
+	const char *p;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < n_stored; i++) {
+		if (stored[i].fd < 0 || strncmp(stored[i].name, "vsm-map.", 8))
+			continue;
+		p = stored[i].name + 8;
+		if (strlen(p) <= SHA_LEN || p[SHA_LEN] != '.' || strcmp(p + SHA_LEN + 1, name))
+			continue;
+		if (strncmp(p, VSOCKMAP_BPF_SHA256, SHA_LEN)) {
+			if (!sha_warned)
+				log_warn("the stored BPF maps belong to another build of the BPF object "
+					 "(sha256:%.16s, this one is sha256:%.16s): the redirects handed "
+					 "over are closed",
+					 p, VSOCKMAP_BPF_SHA256);
+			sha_warned = true;
+			continue;
+		}
+		/* A copy: a second load attempt (without the iterator) asks again. */
+		fd = fcntl(stored[i].fd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? -errno : fd;
+	}
+	return -ENOENT;
+}
+
+int handover_claim_listener(const struct redirect_config *rc)
+{
+	size_t i;
+
+	for (i = 0; i < n_stored; i++)
+		if (stored[i].fd >= 0 && !strncmp(stored[i].name, "vsm-listen.", 11) &&
+		    !strcmp(stored[i].name + 11, rc->name))
+			return claim(i);
+	return -ENOENT;
+}
+
+struct pair_name {
+	uint64_t id;
+	uint32_t slot;
+	unsigned int half; /* REDIRECT_HALF_* */
+	char end;	   /* 'c': the client socket, 't': the target socket */
+	const char *section;
+};
+
+/* "vsm-pair.ID.SLOT.HALF.c.SECTION": 0, or -EINVAL for another name. */
+static int parse_pair(const char *name, struct pair_name *p)
+{
+	int off = 0;
+
+	if (sscanf(name, "vsm-pair.%" SCNu64 ".%" SCNu32 ".%u.%c.%n", &p->id, &p->slot, &p->half,
+		   &p->end, &off) != 4 ||
+	    !off || (p->end != 'c' && p->end != 't') || p->slot >= VSOCKMAP_MAX_REDIRECTS)
+		return -EINVAL;
+	p->section = name + off;
+	return 0;
+}
+
+int handover_reserve_slots(int (*reserve)(void *ctx, uint32_t slot), void *ctx)
+{
+	struct pair_name p;
+	size_t i;
+	int err;
+
+	for (i = 0; i < n_stored; i++) {
+		if (stored[i].fd < 0 || parse_pair(stored[i].name, &p) || p.end != 'c')
+			continue;
+		err = reserve(ctx, p.slot);
+		if (err)
+			return log_errno(LOG_ERR, err, "taking back slot %" PRIu32 " of redirect %" PRIu64,
+					 p.slot, p.id);
+	}
+	return 0;
+}
+
+static struct listener *find_listener(struct daemon *d, const char *section)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_listeners; i++)
+		if (!strcmp(d->listeners[i]->rc->name, section))
+			return d->listeners[i];
+	return NULL;
+}
+
+/* The target socket stored with redirect id, or -1. */
+static int find_target(uint64_t id)
+{
+	struct pair_name p;
+	size_t i;
+
+	for (i = 0; i < n_stored; i++)
+		if (stored[i].fd >= 0 && !parse_pair(stored[i].name, &p) && p.end == 't' &&
+		    p.id == id)
+			return claim(i);
+	return -1;
+}
+
+/* What kind of target a stored target socket was connected to. */
+static enum address_kind target_kind(int fd)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len))
+		return ADDRESS_VSOCK_CONNECT;
+	return sa.ss_family == AF_UNIX	 ? ADDRESS_UNIX_CONNECT
+	       : sa.ss_family == AF_INET || sa.ss_family == AF_INET6 ? ADDRESS_TCP_CONNECT
+								   : ADDRESS_VSOCK_CONNECT;
+}
+
+static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
+{
+	struct listener *l;
+	struct pair_name p;
+	int cfd, tfd;
+
+	if (parse_pair(stored[i].name, &p) || p.end != 'c')
+		return 0;
+	cfd = claim(i);
+	tfd = find_target(p.id);
+	if (tfd < 0 || !maps_reused) {
+		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
+		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
+			 tfd < 0 ? "without its target socket" : "with maps this build cannot use");
+		safe_close(cfd);
+		safe_close(tfd);
+		return 0;
+	}
+	if (p.id >= d->next_id)
+		d->next_id = p.id;
+	l = find_listener(d, p.section);
+	if (!l) {
+		/* Its section left the configuration: adopt it to close it cleanly. */
+		l = listener_placeholder(d, p.section);
+		if (!l) {
+			safe_close(cfd);
+			safe_close(tfd);
+			return -ENOMEM;
+		}
+		l->conf.connect.kind = target_kind(tfd); /* the unix target's half-close rule */
+	}
+	return redirect_adopt(d, l, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
+}
+
+int handover_adopt(struct daemon *d)
+{
+	bool maps_reused = dataplane_maps_reused(d->dp);
+	size_t i;
+	int n = 0, r;
+
+	for (i = 0; i < n_stored; i++) {
+		if (stored[i].fd < 0)
+			continue;
+		r = adopt_one(d, i, maps_reused);
+		if (r < 0)
+			return r;
+		n += r;
+	}
+	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
+	for (i = 0; i < n_stored; i++)
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored[i].name);
+	if (n_stored)
+		log_info("took back %d redirect%s from the previous instance (%zu fds stored)", n,
+			 n == 1 ? "" : "s", n_stored);
+	return n;
+}
+
+/* A stored listener nobody claimed: its section is gone, and so is its socket file. */
+static void unlink_listener(int fd)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_family != AF_UNIX ||
+	    len <= offsetof(struct sockaddr_un, sun_path) || !sa.sun_path[0])
+		return;
+	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	unlink(sa.sun_path);
+}
+
+void handover_release(void)
+{
+	size_t i;
+
+	for (i = 0; i < n_stored; i++) {
+		if (stored[i].fd >= 0 && !strncmp(stored[i].name, "vsm-listen.", 11))
+			unlink_listener(stored[i].fd);
+		safe_close(stored[i].fd);
+		free(stored[i].name);
+	}
+	free(stored);
+	stored = NULL;
+	n_stored = cap_stored = 0;
+}
+
+/* ---- the stopping side ---- */
+
+static int store(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int store(int fd, const char *fmt, ...)
+{
+	char msg[320], name[256];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	/*
+	 * FDPOLL=0: systemd would otherwise drop an fd that reports EPOLLERR or EPOLLHUP. A BPF
+	 * map fd always reports EPOLLERR (bpf_map_poll() without map_poll), and a pair whose
+	 * client closes meanwhile must still reach the next instance, which drains it.
+	 */
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+	r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+	return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
+}
+
+static int store_map(void *ctx, const char *name, int fd)
+{
+	size_t *n = ctx;
+	int err;
+
+	err = store(fd, "vsm-map.%.16s.%s", VSOCKMAP_BPF_SHA256, name);
+	if (!err)
+		(*n)++;
+	return err;
+}
+
+static void store_all(struct daemon *d)
+{
+	size_t i, pairs = 0, unsettled = 0, maps = 0;
+	const char *why;
+	struct redirect *r;
+	uint64_t id;
+	unsigned int half;
+	uint32_t slot;
+	int cfd, tfd, err;
+
+	err = dataplane_for_each_map(d->dp, store_map, &maps);
+	if (err) {
+		log_errno(LOG_ERR, err, "handing the BPF maps to systemd: stopping instead");
+		return;
+	}
+	for (i = 0; i < d->n_listeners; i++) {
+		struct listener *l = d->listeners[i];
+
+		if (l->dgram || l->activated || l->fd < 0)
+			continue;
+		if (!store(l->fd, "vsm-listen.%s", l->rc->name))
+			l->handed_over = true;
+	}
+	for (r = d->redirects; r; r = redirect_next(r)) {
+		redirect_handover_info(r, &id, &slot, &half, &cfd, &tfd);
+		if (!redirect_settle(r, &why)) {
+			log_warn("[%s] redirect %" PRIu64 ": not settled after %d ms (%s): closes "
+				 "with this instance",
+				 redirect_listener(r)->rc->name, id,
+				 (int)(HANDOVER_SETTLE_USEC / USEC_PER_MSEC), why);
+			unsettled++;
+			continue;
+		}
+		err = store(cfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.c.%s", id, slot, half,
+			    redirect_listener(r)->rc->name);
+		err = err ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
+				   redirect_listener(r)->rc->name);
+		if (err) {
+			log_errno(LOG_ERR, err, "handing redirect %" PRIu64 " to systemd", id);
+			continue;
+		}
+		redirect_mark_handed_over(r);
+		pairs++;
+	}
+	log_notice("restart: handed %zu redirect%s, the listeners and %zu BPF maps to systemd%s",
+		   pairs, pairs == 1 ? "" : "s", maps,
+		   unsettled ? "; some had not settled and close" : "");
+}
+
+static uint64_t settle_deadline;
+
+static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct redirect *r;
+	bool settled = true;
+	const char *why;
+
+	for (r = d->redirects; r; r = redirect_next(r))
+		if (!redirect_settle(r, &why))
+			settled = false;
+	if (!settled && usec < settle_deadline) {
+		sd_event_source_set_time(s, usec + HANDOVER_POLL_USEC);
+		return 0;
+	}
+	store_all(d);
+	return sd_event_exit(d->event, 0);
+}
+
+bool handover_start(struct daemon *d)
+{
+	size_t i;
+	int r;
+
+	r = systemd_job_is_restart();
+	if (r <= 0) {
+		if (r < 0 && r != -ENOTCONN)
+			log_errno(LOG_NOTICE, r, "asking systemd whether this is a restart: stopping");
+		return false;
+	}
+	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing the sockets over");
+	for (i = 0; i < d->n_listeners; i++)
+		listener_pause(d->listeners[i]);
+	settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
+	d->handing_over = true;
+	r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer, d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "restart: stopping instead");
+		return false;
+	}
+	log_info("systemd is restarting the service: handing the sockets over");
+	return true;
+}
