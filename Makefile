@@ -33,7 +33,7 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Modules shared by the daemon, the CLI and the unit tests.
-COMMON_SRCS	:= src/address.c src/config.c src/log.c src/control_proto.c src/util.c
+COMMON_SRCS	:= src/address.c src/config.c src/config_cmdline.c src/log.c src/control_proto.c src/util.c
 # The daemon's own modules.
 DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \

@@ -83,7 +83,8 @@ static const struct address_option {
     {"type", OPT_TYPE, KIND_BIT(ADDRESS_VSOCK_CONNECT), true},
     {"connect-timeout", OPT_CONNECT_TIMEOUT, TARGET_KINDS, true},
     {"backlog", OPT_BACKLOG, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
-    /* socat needs fork for one child per connection; we always redirect each one. */
+    /* socat needs fork for one child per connection; a config file's sections redirect each
+     * one anyway, and on the command line it means what it means to socat. */
     {"fork", OPT_FORK, KIND_BIT(ADDRESS_UNIX_LISTEN), false},
 };
 
@@ -450,6 +451,8 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 			if (value)
 				return set_err(err, errlen, "option \"%s\" takes no value",
 					       opt->name);
+			if (opt->id == OPT_FORK)
+				addr->fork = true;
 			continue;
 		}
 		value = value ? trim(value) : NULL;

@@ -36,6 +36,7 @@ struct address {
 	/* connect-timeout=SECONDS (may be fractional); 0 = the daemon's default */
 	unsigned int connect_timeout_ms;
 	int backlog; /* backlog=N; 0 = default */
+	bool fork;   /* fork: every connection (a config file's sections always do) */
 };
 
 /*

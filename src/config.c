@@ -563,6 +563,17 @@ static int finish(struct loader *ld)
 	return 0;
 }
 
+void config_daemon_defaults(struct daemon_config *d)
+{
+	memset(d, 0, sizeof(*d));
+	memcpy(d->control_path, CONFIG_DEFAULT_CONTROL_PATH, sizeof(CONFIG_DEFAULT_CONTROL_PATH));
+	d->control_mode = CONFIG_DEFAULT_CONTROL_MODE;
+	d->connect_timeout_ms = DEFAULT_CONNECT_MS;
+	d->sndbuf = DEFAULT_SNDBUF;
+	d->drain_timeout_ms = DEFAULT_DRAIN_MS;
+	d->log_level = LOG_INFO;
+}
+
 int config_load(const char *path, struct config *out, char *err, size_t errlen)
 {
 	struct loader ld = {.path = path, .err = err, .errlen = errlen};
@@ -581,13 +592,7 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen)
 		return loader_io_error(&ld, "cannot open", r);
 	}
 
-	memcpy(ld.daemon.control_path, CONFIG_DEFAULT_CONTROL_PATH,
-	       sizeof(CONFIG_DEFAULT_CONTROL_PATH));
-	ld.daemon.control_mode = CONFIG_DEFAULT_CONTROL_MODE;
-	ld.daemon.connect_timeout_ms = DEFAULT_CONNECT_MS;
-	ld.daemon.sndbuf = DEFAULT_SNDBUF;
-	ld.daemon.drain_timeout_ms = DEFAULT_DRAIN_MS;
-	ld.daemon.log_level = LOG_INFO;
+	config_daemon_defaults(&ld.daemon);
 
 	r = ini_parse_stream(config_reader, &ld, config_handler, &ld);
 	/* config_reader() catches what inih rejects; this is a fallback, not the main path. */

@@ -22,6 +22,7 @@ struct redirect_config {
 	unsigned int line;	    /* line of the section header */
 	struct address listen;
 	struct address connect;
+	bool once; /* command line without fork: one connection, then the daemon exits */
 };
 
 struct daemon_config {
@@ -49,5 +50,17 @@ struct config {
  */
 int config_load(const char *path, struct config *out, char *err, size_t errlen);
 void config_free(struct config *cfg);
+
+/* The [daemon] section's defaults. */
+void config_daemon_defaults(struct daemon_config *d);
+
+/*
+ * socat's command line, "vsockmapd ADDRESS1 ADDRESS2": one section named "cmdline", in either
+ * order (one address listens, the other connects), no control socket, no file (path ""). A
+ * UNIX-LISTEN without fork serves one connection (redirect_config.once). Returns 0, or
+ * -EINVAL with a one-line message in err.
+ */
+int config_from_addresses(const char *a, const char *b, struct config *out, char *err,
+			  size_t errlen);
 
 #endif

@@ -87,6 +87,31 @@ static void log_datapath(struct daemon *d)
 							   : strerror(-f->iterator_error));
 }
 
+static int load_config(struct daemon *d, const struct daemon_options *opts, char *err,
+		       size_t errlen)
+{
+	struct daemon_config *dc = &d->cfg.daemon;
+	int r;
+
+	if (!opts->addresses[0])
+		return config_load(opts->config_path, &d->cfg, err, errlen);
+	r = config_from_addresses(opts->addresses[0], opts->addresses[1], &d->cfg, err, errlen);
+	if (r)
+		return r;
+	dc->log_level += opts->verbosity;
+	if (dc->log_level > LOG_DEBUG)
+		dc->log_level = LOG_DEBUG;
+	if (opts->control_path) {
+		if (strlen(opts->control_path) >= sizeof(dc->control_path)) {
+			snprintf(err, errlen, "--control %s: path too long", opts->control_path);
+			config_free(&d->cfg);
+			return -EINVAL;
+		}
+		strcpy(dc->control_path, opts->control_path);
+	}
+	return 0;
+}
+
 int daemon_start(struct daemon *d, const struct daemon_options *opts)
 {
 	char err_text[512];
@@ -95,7 +120,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 
 	memset(d, 0, sizeof(*d));
 	d->started_usec = now_usec();
-	err = config_load(opts->config_path, &d->cfg, err_text, sizeof(err_text));
+	err = load_config(d, opts, err_text, sizeof(err_text));
 	if (err) {
 		log_err("%s", err_text);
 		return err;
@@ -128,8 +153,11 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = open_listeners(d);
 	if (err)
 		goto out;
-	err = control_server_open(d->event, d->cfg.daemon.control_path, CONTROL_SOCKET_MODE,
-				  &control_commands, d, &d->control);
+	/* The command line has none unless asked: two socat replacements must not clash. */
+	err = d->cfg.daemon.control_path[0]
+		  ? control_server_open(d->event, d->cfg.daemon.control_path, CONTROL_SOCKET_MODE,
+					&control_commands, d, &d->control)
+		  : 0;
 	if (err)
 		goto out;
 	err = handover_adopt(d);

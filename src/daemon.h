@@ -32,6 +32,10 @@ struct daemon {
 struct daemon_options {
 	const char *config_path;
 	enum drain_mode drain_mode;
+	/* socat's command line instead of a file: both set (config_from_addresses()) */
+	const char *addresses[2];
+	const char *control_path; /* command line: a control socket after all; NULL: none */
+	int verbosity;		  /* command line: each -d one log level more */
 };
 
 /* Load everything; on error nothing is left half-started. */

@@ -40,6 +40,11 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			return 0;
 		}
 		redirect_start(l->d, l, cfd);
+		if (l->rc->once) {
+			/* socat without fork: this one connection, then exit (listener_redirect_closed()). */
+			listener_pause(l);
+			return 0;
+		}
 	}
 	return 0;
 }
@@ -175,6 +180,9 @@ struct listener *listener_placeholder(struct daemon *d, const char *section)
 void listener_redirect_closed(struct listener *l)
 {
 	l->live--;
+	/* Exit status as socat's: 1 if the target could not be reached. */
+	if (l->rc->once && !l->live && l->accepted)
+		sd_event_exit(l->d->event, l->failed ? 1 : 0);
 	if (l->retired && !l->live)
 		free(l);
 }

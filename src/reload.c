@@ -89,6 +89,12 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	int ret, first_err = 0;
 
 	memset(res, 0, sizeof(*res));
+	if (!d->cfg.path[0]) {
+		snprintf(err, errlen, "reload: started with addresses on the command line, not a "
+				      "configuration file: nothing to reload");
+		log_err("%s", err);
+		return -EOPNOTSUPP;
+	}
 	ret = config_load(d->cfg.path, &cfg, err, errlen);
 	if (ret) {
 		log_err("reload: %s; still running the previous configuration", err);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* vsockmapd: redirect unix sockets to vsock inside the kernel. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +13,23 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed]\n"
+		   "       vsockmapd [-d]... [--control PATH] ADDRESS1 ADDRESS2\n"
 		   "\n"
 		   "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
 		   "      --drain MODE    how to tell that a redirect's kernel backlog is empty:\n"
 		   "                      auto (queue iterator if allowed), iterator, timed\n"
 		   "  -h, --help          this text\n"
-		   "      --version       print the version\n");
+		   "      --version       print the version\n"
+		   "\n"
+		   "With two addresses, as socat takes them (either order; one listens, the other\n"
+		   "connects), vsockmapd runs that one redirect in the foreground, without a\n"
+		   "configuration file:\n"
+		   "  vsockmapd UNIX-LISTEN:/run/x.sock,fork,mode=0660 VSOCK-CONNECT:2:1234\n"
+		   "  vsockmapd VSOCK-CONNECT:2:1234 UNIX-RECV:/run/log.sock\n"
+		   "Without fork, one connection is served and vsockmapd exits, as socat does.\n"
+		   "  -d                  log more: notice, then info, then debug\n"
+		   "  -b SIZE             accepted for socat's sake; the kernel path has no buffer\n"
+		   "      --control PATH  a control socket for vsockmapctl (default: none)\n");
 }
 
 static int parse_drain(const char *s, enum drain_mode *mode)
@@ -33,32 +45,67 @@ static int parse_drain(const char *s, enum drain_mode *mode)
 	return 0;
 }
 
+/* socat options that have no meaning here: refused, naming why and what to use. */
+static const char *socat_option_refusal(int c)
+{
+	switch (c) {
+	case 'v':
+	case 'x':
+		return "dumps the transferred data, which never passes through vsockmapd";
+	case 'u':
+	case 'U':
+		return "makes the redirect one-way; vsockmapd always carries both directions";
+	case 'T':
+		return "an idle timeout is not supported yet";
+	case 't':
+		return "the half-close timeout is not supported: vsockmapd passes a half-close on "
+		       "and waits for the other side";
+	case 'l':
+		return "logging goes to stderr, or to the journal under systemd";
+	default:
+		return NULL;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"drain", required_argument, NULL, 'D'},
+	    {"control", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {},
 	};
 	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH};
+	bool has_config = false;
+	const char *why;
 	struct daemon d;
 	int c, err;
 
 	log_init("vsockmapd", LOG_INFO);
-	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:hdb:vxuUT:t:l:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			opts.config_path = optarg;
+			has_config = true;
 			break;
 		case 'D':
 			if (parse_drain(optarg, &opts.drain_mode)) {
 				log_err("--drain: unknown mode \"%s\" (auto, iterator or timed)",
 					optarg);
-				return 2;
+				return 1;
 			}
 			break;
+		case 'C':
+			opts.control_path = optarg;
+			break;
+		case 'd':
+			opts.verbosity++;
+			break;
+		case 'b':
+			break; /* socat's buffer size: the kernel moves the data, no buffer to size */
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -66,18 +113,50 @@ int main(int argc, char **argv)
 			printf("vsockmapd %s\n", VSOCKMAP_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			why = socat_option_refusal(c);
+			if (why) {
+				log_err("option -%c is socat's, and vsockmapd does not take it: it %s",
+					c, why);
+			} else if (optopt && strchr("cbTtl", optopt)) {
+				log_err("option -%c needs a value", optopt);
+			} else if (optopt) {
+				log_err("unknown option -%c (see vsockmapd --help)", optopt);
+			} else {
+				log_err("unknown option %s (see vsockmapd --help)", argv[optind - 1]);
+			}
+			return 1;
 		}
 	}
-	if (optind < argc) {
-		log_err("unexpected argument \"%s\"", argv[optind]);
-		return 2;
+	switch (argc - optind) {
+	case 0:
+		break;
+	case 2:
+		if (has_config) {
+			log_err("-c and two addresses: give either a configuration file or the "
+				"addresses of one redirect, not both");
+			return 1;
+		}
+		opts.addresses[0] = argv[optind];
+		opts.addresses[1] = argv[optind + 1];
+		break;
+	case 1:
+		log_err("one address given (\"%s\"): a redirect needs two, one that listens and "
+			"one to connect to", argv[optind]);
+		return 1;
+	default:
+		log_err("%d addresses given: a redirect takes two (the extra one is \"%s\")",
+			argc - optind, argv[optind + 2]);
+		return 1;
+	}
+	if (!opts.addresses[0] && (opts.verbosity || opts.control_path)) {
+		log_err("-d and --control go with two addresses; a configuration file sets "
+			"log-level= and control= itself");
+		return 1;
 	}
 	err = daemon_start(&d, &opts);
 	if (err)
 		return 1;
 	err = daemon_run(&d);
 	daemon_stop(&d);
-	return err < 0 ? 1 : 0;
+	return err ? 1 : 0;
 }

@@ -28,6 +28,10 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/host/daemon-cases.sh
 # shellcheck source=tests/host/reload-cases.sh
 . tests/host/reload-cases.sh
+# shellcheck source=tests/e2e/cmdline-scenarios.sh
+. tests/e2e/cmdline-scenarios.sh
+# shellcheck source=tests/host/cmdline-cases.sh
+. tests/host/cmdline-cases.sh
 
 {
 	e2e_run_streams
@@ -37,6 +41,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	ctl_run_all
 	host_daemon_cases
 	daemon_reload
+	cmdline_cases
 } | sed -u 's/^VMTEST /  /'
 
 passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")

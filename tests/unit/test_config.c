@@ -479,6 +479,58 @@ static void test_config_free(void **state)
 	assert_null(cfg.redirects);
 }
 
+/* socat's command line: either order, fork, and the pairs it refuses. */
+static void test_from_addresses(void **state)
+{
+	struct config cfg;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_from_addresses("UNIX-LISTEN:/run/t/a.sock,mode=0660",
+					       "VSOCK-CONNECT:2:1234", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_redirects, 1);
+	assert_string_equal(cfg.redirects[0].name, "cmdline");
+	assert_int_equal(cfg.redirects[0].listen.kind, ADDRESS_UNIX_LISTEN);
+	assert_int_equal(cfg.redirects[0].connect.port, 1234);
+	assert_true(cfg.redirects[0].once); /* no fork: one connection */
+	assert_string_equal(cfg.path, "");
+	assert_string_equal(cfg.daemon.control_path, "");
+	assert_int_equal(cfg.daemon.log_level, LOG_WARNING);
+	config_free(&cfg);
+
+	/* The target first, as socat allows; UNIX-RECV never stops after one. */
+	assert_int_equal(config_from_addresses("VSOCK-CONNECT:2:1234", "UNIX-RECV:/run/t/l.sock",
+					       &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.redirects[0].listen.kind, ADDRESS_UNIX_RECV);
+	assert_int_equal(cfg.redirects[0].connect.kind, ADDRESS_VSOCK_CONNECT);
+	assert_false(cfg.redirects[0].once);
+	config_free(&cfg);
+
+	assert_int_equal(config_from_addresses("UNIX-LISTEN:/run/t/a.sock,fork",
+					       "TCP-CONNECT:127.0.0.1:80", &cfg, err, sizeof(err)),
+			 0);
+	assert_false(cfg.redirects[0].once);
+	config_free(&cfg);
+
+	assert_int_equal(config_from_addresses("UNIX-LISTEN:/a", "UNIX-RECV:/b", &cfg, err,
+					       sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "one address must listen"));
+	assert_int_equal(config_from_addresses("VSOCK-LISTEN:1234,fork", "UNIX-CONNECT:/b", &cfg,
+					       err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "VSOCK-LISTEN:1234,fork: not supported"));
+	assert_int_equal(config_from_addresses("STDIO", "UNIX-CONNECT:/b", &cfg, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "standard input"));
+	assert_int_equal(config_from_addresses("UNIX-LISTEN:/a,bogus", "UNIX-CONNECT:/b", &cfg, err,
+					       sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "UNIX-LISTEN:/a,bogus: unknown option \"bogus\""));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +542,7 @@ int main(void)
 	    cmocka_unit_test(test_daemon_values),	cmocka_unit_test(test_no_redirects),
 	    cmocka_unit_test(test_syntax_errors),	cmocka_unit_test(test_io_errors),
 	    cmocka_unit_test(test_unreadable),		cmocka_unit_test(test_config_free),
+	    cmocka_unit_test(test_from_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

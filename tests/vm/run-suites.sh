@@ -18,6 +18,7 @@ run tests/vm/suite-smoke.sh
 run tests/vm/suite-e2e.sh --timeout 900 \
 	--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 	--file tests/e2e/ctl-scenarios.sh:/usr/lib/vmtest/ctl-scenarios.sh \
+	--file tests/e2e/cmdline-scenarios.sh:/usr/lib/vmtest/cmdline-scenarios.sh \
 	--file "$(command -v setpriv)":/usr/bin/setpriv \
 	--file .output/bpf-object.sha256:/usr/lib/vmtest/bpf-object.sha256
 summary_print

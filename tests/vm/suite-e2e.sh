@@ -14,6 +14,8 @@
 . /usr/lib/vmtest/scenarios.sh
 # shellcheck source=tests/e2e/ctl-scenarios.sh
 . /usr/lib/vmtest/ctl-scenarios.sh
+# shellcheck source=tests/e2e/cmdline-scenarios.sh
+. /usr/lib/vmtest/cmdline-scenarios.sh
 
 E2E_DIR=$VMTEST_TMP/e2e
 E2E_TARGET=vsock
@@ -32,3 +34,6 @@ tail -n 20 "$E2E_DIR/daemon.log" | while read -r line; do vmtest_log "  $line"; 
 
 # vsockmapctl against the real daemon (tests/e2e/ctl-scenarios.sh).
 ctl_run_all
+
+# socat's command line against socat itself, vsock targets (tests/e2e/cmdline-scenarios.sh).
+cmdline_compat

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
+#
+# socat's command line: "vsockmapd ADDRESS1 ADDRESS2" against real socat with the same two
+# addresses. Each scenario runs once through each; both must deliver every byte (vsm-peer
+# verifies them) and agree on the exit status, except where vsockmapd differs on purpose
+# (README, Replacing socat). POSIX sh: the host suite runs it with unix and TCP targets, the
+# VM suite with vsock targets on CID 1. The caller sources tests/vm/lib.sh and sets E2E_DIR,
+# E2E_TARGET (unix | vsock) and PATH, as for scenarios.sh.
+
+CMD_PORT=${CMD_PORT:-17800}
+
+# at DIR TEXT: TEXT with @D@ replaced by DIR.
+at() {
+	printf '%s' "$2" | sed "s|@D@|$1|g"
+}
+
+# compat_once TOOL NAME LISTEN TARGET SERVER_ADDR CLIENT_ADDR 'SERVER ARGS' 'CLIENT ARGS':
+# prints "client=RC server=RC relay=RC [write_after_eof=...]" for one run.
+compat_once() {
+	_tool=$1 _dir=$E2E_DIR/cmd-$2-$1
+	mkdir -p "$_dir"
+	rm -f "$_dir"/*.sock "$_dir/srv.ready"
+	# shellcheck disable=SC2086
+	vsm-peer server "$(at "$_dir" "$5")" $7 --ready-file "$_dir/srv.ready" --timeout 30 \
+		>"$_dir/server" 2>&1 &
+	_srv=$!
+	wait_for_file "$_dir/srv.ready" 10
+	if [ "$_tool" = socat ]; then
+		socat "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>>"$E2E_DIR/cmd-socat.log" &
+	else
+		vsockmapd "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>>"$E2E_DIR/cmd-vsockmapd.log" &
+	fi
+	_relay=$!
+	wait_for_file "$_dir/in.sock" 10
+	# shellcheck disable=SC2086
+	vsm-peer client "$(at "$_dir" "$6")" $8 --timeout 30 >"$_dir/client" 2>&1
+	_crc=$?
+	# A stream relay without fork exits by itself; a datagram one never sees an end: its
+	# SIGTERM closes the target connection, which is the server's EOF. Neither forwards
+	# what is still queued in the socket at SIGTERM: give them time to pass it all on.
+	case $3 in UNIX-RECV*)
+		sleep 2
+		kill -TERM "$_relay" 2>/dev/null ;;
+	esac
+	wait "$_srv"
+	_src=$?
+	_n=200
+	while kill -0 "$_relay" 2>/dev/null && [ $_n -gt 0 ]; do
+		sleep 0.1
+		_n=$((_n - 1))
+	done
+	kill -KILL "$_relay" 2>/dev/null
+	wait "$_relay"
+	_rrc=$?
+	echo "client=$_crc server=$_src relay=$_rrc $(grep -o 'write_after_eof=[a-z]*' "$_dir/client" | head -n1)"
+}
+
+# compat NAME LISTEN TARGET SERVER_ADDR CLIENT_ADDR 'SERVER ARGS' 'CLIENT ARGS' WHAT
+# [VSOCKMAPD_RESULT]: the last one when vsockmapd differs from socat on purpose.
+compat() {
+	_a=$(compat_once socat "$@")
+	_b=$(compat_once vsockmapd "$@")
+	_why="$(tail -n 2 "$E2E_DIR/cmd-$1-vsockmapd/client" | tr '\n' ' ') $(tail -n 2 "$E2E_DIR/cmd-vsockmapd.log" | tr '\n' ' ')"
+	if [ -n "${9:-}" ]; then
+		case $_a in
+		"client=0 server=0 "*)
+			if [ "$_b" = "$9" ]; then
+				vmtest_pass "compat-$1" "$8 every byte through both; socat: $_a; vsockmapd: $_b"
+				return
+			fi ;;
+		esac
+		vmtest_fail "compat-$1" "socat: $_a; vsockmapd: $_b (expected $9) | $_why"
+	elif [ "$_a" != "$_b" ]; then
+		vmtest_fail "compat-$1" "socat: $_a; vsockmapd: $_b | $_why"
+	else
+		case $_a in
+		"client=0 server=0 "*) vmtest_pass "compat-$1" "$8 same through socat and vsockmapd: $_a" ;;
+		*) vmtest_fail "compat-$1" "both failed the same way: $_a | $_why" ;;
+		esac
+	fi
+}
+
+# cmd_target INDEX / cmd_server INDEX: the scenario's target, in socat and vsm-peer syntax.
+cmd_target() {
+	if [ "$E2E_TARGET" = vsock ]; then
+		echo "VSOCK-CONNECT:1:$((CMD_PORT + $1))"
+	else
+		echo "UNIX-CONNECT:@D@/srv.sock"
+	fi
+}
+
+cmd_server() {
+	if [ "$E2E_TARGET" = vsock ]; then
+		echo "vsock:any:$((CMD_PORT + $1))"
+	else
+		echo "unix:@D@/srv.sock"
+	fi
+}
+
+cmdline_compat() {
+	_L=UNIX-LISTEN:@D@/in.sock
+	_C=unix:@D@/in.sock
+	compat stream "$_L" "$(cmd_target 0)" "$(cmd_server 0)" "$_C" \
+		"--sink --count 1 --expect 16M" "--send 16M" "16 MiB checksummed to $E2E_TARGET:"
+	compat echo "$_L" "$(cmd_target 1)" "$(cmd_server 1)" "$_C" \
+		"--echo --count 1" "--send 8M --after echo" "8 MiB echoed:"
+	compat half-close "$_L" "$(cmd_target 2)" "$(cmd_server 2)" "$_C" \
+		"--sink --reply 1M --count 1" "--send 4M --after shutdown --expect-reply 1M" \
+		"client half-closes after 4 MiB, reads a 1 MiB reply:"
+	# Here vsockmapd differs on purpose: socat keeps the client open for -t (0.5 s) after
+	# the server closed, takes the client's next write and then fails to pass it on (exit
+	# 1); vsockmapd closes the client at once, so that write fails with EPIPE at the
+	# client instead of vanishing, and exits 0.
+	compat server-closes-first "$_L" "$(cmd_target 3)" "$(cmd_server 3)" "$_C" \
+		"--source 2M --count 1" "--send 0 --expect 2M" \
+		"server sends 2 MiB and closes first:" \
+		"client=0 server=0 relay=0 write_after_eof=epipe"
+	# Stopped with SIGTERM: socat exits 143, vsockmapd 0 (a clean stop for systemd).
+	compat dgram "UNIX-RECV:@D@/in.sock" "$(cmd_target 4)" "$(cmd_server 4)" \
+		unix-dgram:@D@/in.sock "--sink --count 1 --expect 200K" \
+		"--dgram-count 50 --msg-size 4K" \
+		"50 datagrams of 4 KiB into a stream, then SIGTERM:" "client=0 server=0 relay=0 "
+	# The other order, as socat allows: the target first.
+	compat target-first "$(cmd_target 5)" "$_L" "$(cmd_server 5)" "$_C" \
+		"--sink --count 1 --expect 4M" "--send 4M" "addresses in the other order:"
+	if [ "$E2E_TARGET" = unix ]; then
+		compat tcp-stream "$_L" "TCP-CONNECT:127.0.0.1:$((CMD_PORT + 6))" \
+			"tcp:127.0.0.1:$((CMD_PORT + 6))" "$_C" "--sink --count 1 --expect 16M" \
+			"--send 16M" "16 MiB checksummed, unix->TCP:"
+		compat tcp-echo "$_L" "TCP-CONNECT:127.0.0.1:$((CMD_PORT + 7))" \
+			"tcp:127.0.0.1:$((CMD_PORT + 7))" "$_C" "--echo --count 1" \
+			"--send 8M --after echo" "8 MiB echoed over TCP:"
+	fi
+}

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# socat's command line on this kernel: the compatibility scenarios against real socat
+# (tests/e2e/cmdline-scenarios.sh, unix and TCP targets; the VM runs them with vsock), fork,
+# --control, and bad command lines. Sourced by tests/host/run.sh after tests/vm/lib.sh.
+
+# With fork, connection after connection until SIGTERM; the socket file goes with it.
+cmdline_fork() {
+	local dir=$E2E_DIR/cmd-fork i ok=0 rc
+	mkdir -p "$dir"
+	vsm-peer server "unix:$dir/srv.sock" --sink --count 3 --seeds 3 --expect 1M \
+		--ready-file "$dir/srv.ready" --timeout 30 >"$dir/server" 2>&1 &
+	local srv=$!
+	wait_for_file "$dir/srv.ready" 10
+	vsockmapd --control "$dir/ctl.sock" "UNIX-LISTEN:$dir/in.sock,fork,mode=0660" \
+		"UNIX-CONNECT:$dir/srv.sock" 2>"$dir/relay.log" &
+	local relay=$!
+	wait_for_file "$dir/in.sock" 10
+	for i in 0 1 2; do
+		vsm-peer client "unix:$dir/in.sock" --seed $((1 + 2 * i)) --send 1M \
+			>"$dir/client$i" 2>&1 && ok=$((ok + 1))
+	done
+	wait "$srv"
+	local listeners reload rrc mode
+	listeners=$(vsockmapctl -s "$dir/ctl.sock" listeners 2>&1)
+	reload=$(vsockmapctl -s "$dir/ctl.sock" reload 2>&1)
+	rrc=$?
+	mode=$(stat -c %a "$dir/in.sock" 2>/dev/null)
+	kill -TERM "$relay"
+	wait "$relay"
+	rc=$?
+	if ((rrc == 0)) || ! grep -q 'nothing to reload' <<<"$reload"; then
+		vmtest_fail cmdline-fork "vsockmapctl reload on a command-line daemon: exit $rrc: $reload"
+	elif ! grep -q 'cmdline' <<<"$listeners" || [[ $mode != 660 ]]; then
+		vmtest_fail cmdline-fork "listeners: $listeners; socket mode ${mode:-none} (want 660)"
+	elif ((ok == 3 && rc == 0)) && [[ ! -e $dir/in.sock ]]; then
+		vmtest_pass cmdline-fork "3 connections one after another through one vsockmapd with fork, mode 0660; --control: listeners shows [cmdline], reload refused ($reload); SIGTERM: exit 0, socket file removed"
+	else
+		vmtest_fail cmdline-fork "$ok of 3 clients ok, exit $rc, socket file: ${mode:-gone} | $(tail -n 2 "$dir/relay.log" | tr '\n' ' ')"
+	fi
+}
+
+# expect_bad_cmdline NAME PATTERN ARGS...: exit 1 and exactly one line, matching PATTERN.
+expect_bad_cmdline() {
+	local name=$1 pattern=$2 out rc lines
+	shift 2
+	out=$(cd "$E2E_DIR" && timeout 10 vsockmapd "$@" 2>&1)
+	rc=$?
+	lines=$(printf '%s\n' "$out" | wc -l)
+	if ((rc != 1)); then
+		vmtest_fail "cmdline-$name" "exit $rc (socat's is 1): $out"
+	elif ((lines != 1)); then
+		vmtest_fail "cmdline-$name" "$lines lines, not one: $(tr '\n' '|' <<<"$out")"
+	elif ! grep -qE -- "$pattern" <<<"$out"; then
+		vmtest_fail "cmdline-$name" "expected /$pattern/, got: $out"
+	else
+		vmtest_pass "cmdline-$name" "exit 1: $out"
+	fi
+}
+
+cmdline_bad() {
+	local L=UNIX-LISTEN:$E2E_DIR/bad.sock C=UNIX-CONNECT:$E2E_DIR/nothing.sock
+	expect_bad_cmdline vsock-listen 'VSOCK-LISTEN:1234,fork: not supported: .*keep socat' \
+		VSOCK-LISTEN:1234,fork "$C"
+	expect_bad_cmdline tcp-listen 'TCP-LISTEN:8080: not supported' TCP-LISTEN:8080 "$C"
+	expect_bad_cmdline exec 'EXEC:/bin/cat: not supported: .*run a program' EXEC:/bin/cat "$L"
+	expect_bad_cmdline unknown-type 'unknown address type "UNIX-LISTN"' UNIX-LISTN:/x "$C"
+	expect_bad_cmdline unknown-option 'unknown option "forkk" \(did you mean "fork"\?\)' \
+		"$L,forkk" "$C"
+	expect_bad_cmdline option-wrong-kind 'option "fork" does not apply to UNIX-CONNECT' \
+		"$L" "$C,fork"
+	expect_bad_cmdline one-address 'one address given' "$L"
+	expect_bad_cmdline three-addresses '3 addresses given' "$L" "$C" "$C"
+	expect_bad_cmdline two-listeners 'one address must listen' "$L" "UNIX-LISTEN:/tmp/x.sock"
+	expect_bad_cmdline two-targets 'one address must listen' "$C" VSOCK-CONNECT:2:1
+	expect_bad_cmdline socat-v 'option -v is socat.s.*dumps the transferred data' -v "$L" "$C"
+	expect_bad_cmdline socat-T 'option -T is socat.s.*idle timeout' -T 10 "$L" "$C"
+	expect_bad_cmdline unknown-flag 'unknown option -Z' -Z "$L" "$C"
+	expect_bad_cmdline config-and-addresses '-c and two addresses' -c /dev/null "$L" "$C"
+	if [[ -e $E2E_DIR/bad.sock ]]; then
+		vmtest_fail cmdline-bad-leftovers "a refused command line left $E2E_DIR/bad.sock"
+	fi
+}
+
+cmdline_cases() {
+	cmdline_compat # tests/e2e/cmdline-scenarios.sh
+	cmdline_fork
+	cmdline_bad
+}
