@@ -381,7 +381,9 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		if (!redirect_settle(r, &why))
 			settled = false;
 	if (!settled && usec < settle_deadline) {
+		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + HANDOVER_POLL_USEC);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 		return 0;
 	}
 	store_all(d);
