@@ -14,9 +14,8 @@
 #include "vsockmap.skel.h"
 
 /*
- * How long one pass of the queue iterator answers for (drain polls come every 2 ms). Times are
- * event-loop ticks, so every redirect that starts draining in one loop iteration shares one
- * pass: a thousand clients closing at once made the daemon walk the map a thousand times.
+ * How long one pass of the queue iterator answers for, in event-loop ticks (drain polls come
+ * every 2 ms). Only for drains that began before the pass (dataplane_queue_info()).
  */
 #define QUEUE_CACHE_USEC 1000
 #ifndef ENOTSUPP
@@ -44,6 +43,8 @@ struct dataplane {
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;
 	uint64_t queues_usec;	 /* event-loop tick of that pass */
+	uint64_t queues_pass;	 /* its number: passes are counted from 1; 0 is none */
+	uint64_t passes;	 /* passes begun */
 	uint64_t pass_tick_usec;
 	struct bpf_link *iter_link; /* the queue iterator over egress, attached once */
 	bool maps_reused;	    /* loaded on top of the maps a previous instance stored */
@@ -504,9 +505,11 @@ static int refresh_queues(struct dataplane *dp)
 		if (!dp->iter_link)
 			return -errno;
 	}
+	dp->queues_pass = 0;
 	iter_fd = bpf_iter_create(bpf_link__fd(dp->iter_link));
 	if (iter_fd < 0)
 		return -errno;
+	dp->passes++;
 	dp->n_queues = 0;
 	for (;;) {
 		if (dp->queues_cap - dp->n_queues < QUEUE_READ_RECORDS) {
@@ -530,11 +533,22 @@ static int refresh_queues(struct dataplane *dp)
 		err = -errno;
 	close(iter_fd);
 	qsort(dp->queues, dp->n_queues, sizeof(*dp->queues), queue_info_cmp);
-	dp->queues_usec = err ? 0 : dp->pass_tick_usec;
+	dp->queues_usec = dp->pass_tick_usec;
+	dp->queues_pass = err ? 0 : dp->passes;
 	return err;
 }
 
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t since_usec,
+uint64_t dataplane_queue_epoch(const struct dataplane *dp)
+{
+	return dp->passes;
+}
+
+bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t tick_usec)
+{
+	return dp->queues_pass > epoch && tick_usec - dp->queues_usec < QUEUE_CACHE_USEC;
+}
+
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t epoch,
 			 uint64_t tick_usec, struct vsockmap_queue_info *out)
 {
 	struct vsockmap_queue_info key = { .cookie = cookie }, *found;
@@ -542,8 +556,7 @@ int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t since_u
 
 	if (!dp->features.iterator)
 		return -EOPNOTSUPP;
-	if (!dp->queues_usec || dp->queues_usec < since_usec ||
-	    tick_usec - dp->queues_usec >= QUEUE_CACHE_USEC) {
+	if (!dataplane_queue_fresh(dp, epoch, tick_usec)) {
 		dp->pass_tick_usec = tick_usec;
 		err = refresh_queues(dp);
 		if (err)

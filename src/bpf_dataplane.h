@@ -66,12 +66,17 @@ int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
 			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS]);
 
 /*
- * Queue lengths of one destination, from an iterator pass made in the event-loop tick
- * since_usec or later, and less than 1 ms before tick_usec (the current tick). A pass made in
- * a tick answers for everything the kernel had redirected when that tick's events were read.
- * -EOPNOTSUPP without the iterator, -ENOENT if absent.
+ * Queue lengths of one destination. Iterator passes are numbered; epoch is the number of the
+ * last pass that may be too old for the caller: dataplane_queue_epoch() taken when a drain
+ * began, since a pass from earlier in the same event-loop tick can predate the skbs the last
+ * verdicts redirected. A newer pass less than 1 ms old (tick_usec is the current tick) is
+ * reused, otherwise a new one is made. 0 accepts any recent pass. -EOPNOTSUPP without the
+ * iterator, -ENOENT if absent.
  */
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t since_usec,
+uint64_t dataplane_queue_epoch(const struct dataplane *dp);
+/* dataplane_queue_info() would answer from the last pass, without a new one. */
+bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t tick_usec);
+int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t epoch,
 			 uint64_t tick_usec, struct vsockmap_queue_info *out);
 
 /* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */

@@ -60,6 +60,7 @@ struct direction {
 	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
 	uint64_t user_packets;
 	uint64_t drain_started_usec;
+	uint64_t drain_epoch; /* iterator passes made before the drain began: too old for it */
 	size_t buf_size;
 	/* DIR_COPY out of the target: splice() through a pipe, one copy fewer than recv/send */
 	int pipe[2];
@@ -93,6 +94,8 @@ struct redirect {
 	sd_event_source *timer;
 	unsigned int batch;	  /* the last events batch that stepped it */
 	bool dead;		  /* freed during an events batch: free()d after it */
+	bool wants_pass;	  /* on events.wants_pass: step again after the batch's pass */
+	struct redirect *next_wants_pass;
 	uint64_t started_usec;
 	uint64_t connect_deadline_usec;
 	struct ucred cred;
@@ -115,8 +118,10 @@ static struct {
 	sd_event_source *src; /* borrowed: the loop owns it; NULL until the first redirect */
 	int epfd;
 	bool dispatching;
+	bool batch_pass; /* stepping the batch: drains wait for one iterator pass after it */
 	unsigned int batch;
 	struct redirect *zombies; /* freed during the batch, free()d at its end */
+	struct redirect *wants_pass; /* drains that began in this batch */
 } events = {.epfd = -1};
 
 /* Bytes read from the source that the destination has not taken yet. */
@@ -276,7 +281,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, loop_tick(r), loop_tick(r), &qi)) {
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, 0, loop_tick(r), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -304,12 +309,22 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	 * other sources had their turn. */
 	events.batch++;
 	events.dispatching = true;
+	events.batch_pass = true;
 	for (i = 0; i < n; i++) {
 		r = ev[i].data.ptr;
 		if (r->dead || r->batch == events.batch)
 			continue;
 		r->batch = events.batch;
 		redirect_step(r);
+	}
+	/* One iterator pass for every drain that began in the batch (dir_drained()). */
+	events.batch_pass = false;
+	while (events.wants_pass) {
+		r = events.wants_pass;
+		events.wants_pass = r->next_wants_pass;
+		r->wants_pass = false;
+		if (!r->dead)
+			redirect_step(r);
 	}
 	events.dispatching = false;
 	while (events.zombies) {
@@ -919,8 +934,10 @@ static bool dir_drained(struct redirect *r, int src)
 
 	if (dst->hup)
 		return true;
-	if (!dir->drain_started_usec)
+	if (!dir->drain_started_usec) {
 		dir->drain_started_usec = now;
+		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
+	}
 	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
 		log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in %u ms",
 			 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
@@ -937,8 +954,21 @@ static bool dir_drained(struct redirect *r, int src)
 	 */
 	if (!dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
 		return true;
-	/* A pass from before this drain began could predate the last redirected skbs. */
-	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_started_usec, now, &qi);
+	/*
+	 * Only a pass begun after the drain began: one from earlier in this tick, made for
+	 * another redirect of the batch, could predate this client's last redirected skbs, and
+	 * closing the target frees what its psock still holds (docs/kernel-notes.md). A drain
+	 * that begins in a batch waits for the pass made after it, which every such drain shares.
+	 */
+	if (events.batch_pass && !dataplane_queue_fresh(r->d->dp, dir->drain_epoch, now)) {
+		if (!r->wants_pass) {
+			r->wants_pass = true;
+			r->next_wants_pass = events.wants_pass;
+			events.wants_pass = r;
+		}
+		return false;
+	}
+	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_epoch, now, &qi);
 	if (!err)
 		return !qi.backlog_skbs && !qi.partial_bytes;
 	if (err == -ENOENT)
@@ -965,6 +995,12 @@ static void dir_sweep(struct redirect *r, int src)
 
 	if (now_usec() - dir->gate_usec < VERDICT_GRACE_USEC || !dir_drained(r, src))
 		return;
+	/*
+	 * The wait is over: a later drain (EOF) starts its own clock and needs its own pass.
+	 * Kept from here, it let the EOF take a pass made before the client's last skbs.
+	 */
+	dir->drain_started_usec = 0;
+	dir->drain_last_change_usec = 0;
 	if (!flush_buf(r, src))
 		return; /* the read below reuses the buffer */
 	gate = dataplane_gate(r->d->dp, r->slot, src);

@@ -42,6 +42,7 @@ e2e_write_config() {
 control = $E2E_DIR/control.sock
 connect-timeout = 2
 log-level = info
+${E2E_DRAIN_TIMEOUT:+drain-timeout = $E2E_DRAIN_TIMEOUT}
 
 [stream]
 listen  = UNIX-LISTEN:$E2E_DIR/stream.sock
@@ -321,6 +322,39 @@ e2e_run_late_insert() {
 		vmtest_pass late-insert-seen "$_late of 9 connections left bytes behind at the insert"
 	else
 		vmtest_fail late-insert-seen "no connection left bytes behind: the scenarios above did not test the sweep"
+	fi
+	scenario_late_insert_slow_reader
+}
+
+# A sweep waits for the target's backlog like a drain does. The EOF's drain must start its own
+# wait: one version kept the sweep's start time, so a client that closed more than
+# drain-timeout after its sweep had its backlog cut off at once. Here the client blocks on a
+# slow reader, is swept early, and closes with a backlog about 3 s later. The insert waits
+# 50 ms so that the client has sent by then; a busy machine may still miss it: up to 3 tries.
+scenario_late_insert_slow_reader() {
+	E2E_DRAIN_TIMEOUT=2
+	VSOCKMAPD_TEST_INSERT_DELAY_US=50000 e2e_start_daemon
+	_rc=$?
+	E2E_DRAIN_TIMEOUT=
+	[ $_rc -eq 0 ] || return 1
+	_try=0
+	_late=0
+	while [ $_try -lt 3 ] && [ "${_late:-0}" -eq 0 ]; do
+		_try=$((_try + 1))
+		start_server late-insert-slow "$(peer_addr 0)" --sink --count 1 --expect 24M \
+			--slow 2000 --read-size 16384
+		client late-insert-slow --send 24M --write-size 4096
+		finish late-insert-slow $? "24 MiB into a reader taking 16 KiB every 2 ms, swept, then EOF with a backlog (try $_try)"
+		_late=$(vsockmapctl -s "$E2E_DIR/control.sock" stats --prometheus |
+			sed -n 's/^vsockmap_late_inserts_total //p')
+	done
+	e2e_stop_daemon
+	if [ "${_late:-0}" -eq 0 ]; then
+		vmtest_fail late-insert-slow-drain "in $_try tries the client left no bytes behind: nothing was swept"
+	elif grep -q 'did not drain' "$E2E_DIR/daemon.log"; then
+		vmtest_fail late-insert-slow-drain "$(grep -m1 'did not drain' "$E2E_DIR/daemon.log")"
+	else
+		vmtest_pass late-insert-slow-drain "the EOF waited for the backlog after the sweep (drain-timeout 2 s)"
 	fi
 }
 
