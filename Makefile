@@ -38,7 +38,7 @@ COMMON_SRCS	:= src/address.c src/config.c src/config_cmdline.c src/log.c src/con
 DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/listener.c \
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
 		   src/sockopt.c src/held_read.c src/daemon.c src/reload.c src/service.c \
-		   src/handover.c src/systemd_job.c
+		   src/handover.c src/systemd_job.c src/peer_access.c src/privileges.c
 CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
@@ -53,10 +53,19 @@ SKEL		:= $(OUTPUT)/vsockmap.skel.h
 
 BINS		:= $(OUTPUT)/vsockmapd $(OUTPUT)/vsockmapctl
 
+# libFuzzer targets (tests/fuzz/), built with clang, ASan and UBSan into their own tree.
+FUZZ_OUTPUT	:= .output-fuzz
+FUZZ_SRCS	:= $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS	:= $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_OUTPUT)/%)
+FUZZ_OBJS	:= $(COMMON_SRCS:%.c=$(FUZZ_OUTPUT)/%.o)
+FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc \
+		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak
 
 all: toolcheck $(BINS) tools
 
@@ -119,8 +128,9 @@ $(OUTPUT)/tools/%: $(OUTPUT)/tests/tools/%.o
 $(OUTPUT):
 	$(Q)mkdir -p $@
 
+# make check SANITIZE=address,undefined: only the unit and host suites, built with those.
 check: deps all $(UNIT_BINS)
-	$(Q)tests/run-all.sh
+	$(Q)$(if $(SANITIZE),SANITIZE=$(SANITIZE) tests/run-all.sh sanitize,tests/run-all.sh)
 
 check-unit: all $(UNIT_BINS)
 	$(Q)tests/run-all.sh unit
@@ -144,6 +154,30 @@ demo: deps all
 bench: deps all
 	$(Q)QUICK=$(QUICK) bench/run.sh
 
+# Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.
+soak: deps all
+	$(Q)QUICK=$(QUICK) tests/vm/soak.sh
+
+# cppcheck and clang-tidy (scripts/lint.sh, .clang-tidy); clang-tidy reads the skeleton.
+lint: toolcheck $(SKEL)
+	$(Q)scripts/lint.sh
+
+# Each target for FUZZ_SECONDS (default 60), or FUZZ_RUNS execs; tests/fuzz/README.md.
+fuzz: fuzz-build
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/run.sh
+
+fuzz-build: toolcheck $(FUZZ_BINS)
+
+$(FUZZ_OUTPUT)/src/%.o: src/%.c
+	$(call msg,FUZZCC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_OUTPUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	$(call msg,FUZZLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
+
 install: all
 	install -D -m 0755 $(OUTPUT)/vsockmapd $(DESTDIR)$(SBINDIR)/vsockmapd
 	install -D -m 0755 $(OUTPUT)/vsockmapctl $(DESTDIR)$(BINDIR)/vsockmapctl
@@ -158,6 +192,6 @@ format:
 	clang-format -i src/*.c src/*.h include/*.h bpf/*.c tests/unit/*.c tests/tools/*.c
 
 clean:
-	rm -rf $(OUTPUT) .output-asan
+	rm -rf $(OUTPUT) .output-asan $(FUZZ_OUTPUT)
 
 -include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)

@@ -21,6 +21,7 @@
 #include <linux/vm_sockets.h>
 
 #include "address.h"
+#include "util.h"
 
 #define KIND_BIT(kind)	(1u << (kind))
 #define UNIX_FILE_KINDS (KIND_BIT(ADDRESS_UNIX_LISTEN) | KIND_BIT(ADDRESS_UNIX_RECV))
@@ -29,6 +30,7 @@
 	 KIND_BIT(ADDRESS_TCP_CONNECT))
 
 #define BACKLOG_MAX   65535
+#define MAX_CHILDREN_MAX 1000000
 #define TIMEOUT_MAX_S 3600
 #define SUGGEST_MAX   2	 /* edit distance up to which "did you mean" is offered */
 #define NAME_CMP_MAX  64 /* longer words are never close to any of our names */
@@ -67,6 +69,7 @@ enum option_id {
 	OPT_CONNECT_TIMEOUT,
 	OPT_BACKLOG,
 	OPT_FORK,
+	OPT_MAX_CHILDREN,
 };
 
 static const struct address_option {
@@ -86,6 +89,9 @@ static const struct address_option {
     /* socat needs fork for one child per connection; a config file's sections redirect each
      * one anyway, and on the command line it means what it means to socat. */
     {"fork", OPT_FORK, KIND_BIT(ADDRESS_UNIX_LISTEN), false},
+    /* socat's name: at most N connections at once; the next ones wait in the backlog. */
+    {"max-children", OPT_MAX_CHILDREN, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
+    {"max-connections", OPT_MAX_CHILDREN, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -101,6 +107,7 @@ static int set_err(char *err, size_t errlen, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);
+		make_printable(err);
 	}
 	return -EINVAL;
 }
@@ -282,15 +289,15 @@ static bool nss_not_found(int r)
 	return r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM;
 }
 
-/* user=/group= take a name or a number; (uid_t)-1 means "leave unchanged" to chown(). */
-static int parse_owner(const char *what, const char *text, uint32_t *id, char *err, size_t errlen)
+int address_parse_owner(const char *what, const char *text, uint32_t *id, char *err,
+			size_t errlen)
 {
 	bool is_user = !strcmp(what, "user");
 	long hint = sysconf(is_user ? _SC_GETPW_R_SIZE_MAX : _SC_GETGR_R_SIZE_MAX);
 	size_t size = hint > 0 ? (size_t)hint : 16384;
 	struct passwd pw, *pw_res = NULL;
 	struct group gr, *gr_res = NULL;
-	uint64_t v;
+	uint64_t v = 0;
 	char *buf;
 	int r;
 
@@ -352,7 +359,7 @@ static int apply_option(struct address *addr, const struct address_option *opt, 
 			char *err, size_t errlen)
 {
 	uint32_t id = 0;
-	uint64_t v;
+	uint64_t v = 0;
 	int r = 0;
 
 	switch (opt->id) {
@@ -361,12 +368,12 @@ static int apply_option(struct address *addr, const struct address_option *opt, 
 		addr->has_mode = true;
 		break;
 	case OPT_USER:
-		r = parse_owner("user", value, &id, err, errlen);
+		r = address_parse_owner("user", value, &id, err, errlen);
 		addr->user = (uid_t)id;
 		addr->has_user = true;
 		break;
 	case OPT_GROUP:
-		r = parse_owner("group", value, &id, err, errlen);
+		r = address_parse_owner("group", value, &id, err, errlen);
 		addr->group = (gid_t)id;
 		addr->has_group = true;
 		break;
@@ -390,6 +397,11 @@ static int apply_option(struct address *addr, const struct address_option *opt, 
 			addr->backlog = (int)v;
 		break;
 	case OPT_FORK:
+		break;
+	case OPT_MAX_CHILDREN:
+		r = parse_number(opt->name, value, 1, MAX_CHILDREN_MAX, &v, err, errlen);
+		if (!r)
+			addr->max_children = (unsigned int)v;
 		break;
 	}
 	return r;
@@ -469,7 +481,7 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 static int parse_vsock(struct address *addr, char *body, char *err, size_t errlen)
 {
 	char *port = strchr(body, ':');
-	uint64_t v;
+	uint64_t v = 0;
 	int r;
 
 	if (!*body)
@@ -508,7 +520,7 @@ static int parse_vsock(struct address *addr, char *body, char *err, size_t errle
 static int parse_tcp(struct address *addr, char *body, char *err, size_t errlen)
 {
 	char *host = body, *port;
-	uint64_t v;
+	uint64_t v = 0;
 	int r;
 
 	if (*host == '[') {

@@ -36,6 +36,8 @@ struct address {
 	/* connect-timeout=SECONDS (may be fractional); 0 = the daemon's default */
 	unsigned int connect_timeout_ms;
 	int backlog; /* backlog=N; 0 = default */
+	/* max-children=N (max-connections=N): live connections at most; 0 = no limit */
+	unsigned int max_children;
 	bool fork;   /* fork: every connection (a config file's sections always do) */
 };
 
@@ -54,7 +56,10 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
  */
 int address_format(const struct address *addr, char *buf, size_t len);
 
-/* Same socket, same options: a reload leaves such a section alone. */
+/*
+ * Same socket, same options: a reload leaves such a section alone. max-children is not
+ * compared: a reload changes it in place.
+ */
 bool address_equal(const struct address *a, const struct address *b);
 
 bool address_is_listener(const struct address *addr);
@@ -76,6 +81,14 @@ int address_check_path(const char *path, char *err, size_t errlen);
  */
 int address_parse_seconds(const char *name, const char *text, bool allow_zero, unsigned int *ms,
 			  char *err, size_t errlen);
+
+/*
+ * A user (what is "user") or group ("group") given as a name or a number; names are looked
+ * up with getpwnam_r()/getgrnam_r(). (uid_t)-1 is refused: chown() reads it as "unchanged".
+ * Returns 0 and *id, or -EINVAL (-ENOMEM) with the reason in err.
+ */
+int address_parse_owner(const char *what, const char *text, uint32_t *id, char *err,
+			size_t errlen);
 
 /*
  * The entry of names closest to word (case-insensitive, edit distance <= 2), for

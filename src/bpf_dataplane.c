@@ -28,6 +28,8 @@
  * whole map (3 MiB) was most of an idle daemon's RSS.
  */
 #define GATES_CHUNK (64 * 1024)
+/* Address space only: the gates map's pages are mapped into it chunk by chunk. */
+#define GATES_RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
 struct dataplane {
 	struct vsockmap_bpf *skel;
@@ -94,6 +96,8 @@ static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
 	bpf_object__for_each_map(map, skel->obj) {
 		if (bpf_map__is_internal(map))
 			continue;
+		if (i == n)
+			break; /* the same maps as above: never */
 		if (all && !err && bpf_map__reuse_fd(map, fds[i]))
 			err = -errno;
 		if (fds[i] >= 0)
@@ -218,8 +222,8 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_store
 
 	dp->gates_len = sizeof(struct vsockmap_gate) * VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS;
 	/* Address space for all of it; map_gates() maps the map's pages into it. */
-	dp->gates = mmap(NULL, dp->gates_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			 -1, 0);
+	/* cppcheck-suppress invalidFunctionArg ; MAP_ANONYMOUS wants fd -1 (mmap(2)) */
+	dp->gates = mmap(NULL, dp->gates_len, PROT_NONE, GATES_RESERVE_FLAGS, -1, 0);
 	if (dp->gates == MAP_FAILED) {
 		dp->gates = NULL;
 		err = log_errno(LOG_ERR, errno, "mapping the gates map");

@@ -23,6 +23,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "util.h"
 
 #define DAEMON_SECTION	   "daemon"
 #define DEFAULT_CONNECT_MS 5000
@@ -52,8 +53,8 @@ static const char *const daemon_keys[] = {
     "sndbuf",  "drain-timeout", "log-level",
 };
 
-enum redirect_key { KEY_LISTEN, KEY_CONNECT };
-static const char *const redirect_keys[] = {"listen", "connect"};
+enum redirect_key { KEY_LISTEN, KEY_CONNECT, KEY_ALLOW_UID, KEY_ALLOW_GID };
+static const char *const redirect_keys[] = {"listen", "connect", "allow-uid", "allow-gid"};
 
 #define N_DAEMON_KEYS	(sizeof(daemon_keys) / sizeof(daemon_keys[0]))
 #define N_REDIRECT_KEYS (sizeof(redirect_keys) / sizeof(redirect_keys[0]))
@@ -104,6 +105,7 @@ static int loader_error(struct loader *ld, unsigned int line, const char *fmt, .
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	make_printable(msg);
 	if (ld->err && ld->errlen) {
 		if (line)
 			snprintf(ld->err, ld->errlen, "%s:%u: %s", ld->path, line, msg);
@@ -150,7 +152,7 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
-			    "listen, connect)",
+			    "listen, connect, allow-uid, allow-gid)",
 			    name);
 }
 
@@ -314,6 +316,43 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 	return r ? loader_error(ld, ld->line, "%s", msg) : 0;
 }
 
+/* allow-uid = 0 1000 alice / allow-gid = wheel,100: names or numbers, space or comma. */
+static int parse_allow_list(struct loader *ld, const char *name, const char *value,
+			    uint32_t *ids, unsigned int *n)
+{
+	const char *what = !strcmp(name, "allow-uid") ? "user" : "group";
+	char msg[MSG_MAX], word[256];
+	const char *p = value;
+	size_t len;
+	uint32_t id;
+	unsigned int i;
+
+	for (;;) {
+		p += strspn(p, " \t,");
+		if (!*p)
+			break;
+		len = strcspn(p, " \t,");
+		if (len >= sizeof(word))
+			return loader_error(ld, ld->line, "%s: \"%.32s...\" is too long", name, p);
+		memcpy(word, p, len);
+		word[len] = '\0';
+		p += len;
+		if (address_parse_owner(what, word, &id, msg, sizeof(msg)))
+			return loader_error(ld, ld->line, "%s: %s", name, msg);
+		for (i = 0; i < *n && ids[i] != id; i++)
+			;
+		if (i < *n)
+			continue; /* listed twice: harmless */
+		if (*n == CONFIG_ALLOW_MAX)
+			return loader_error(ld, ld->line, "%s: more than %d entries (use a group)",
+					    name, CONFIG_ALLOW_MAX);
+		ids[(*n)++] = id;
+	}
+	if (!*n)
+		return loader_error(ld, ld->line, "%s has no %s in it", name, what);
+	return 0;
+}
+
 static int redirect_key(struct loader *ld, const char *name, const char *value)
 {
 	struct redirect_config *rd = &ld->redirects[ld->n_redirects - 1];
@@ -325,6 +364,10 @@ static int redirect_key(struct loader *ld, const char *name, const char *value)
 	key = check_key(ld, name, redirect_keys, N_REDIRECT_KEYS);
 	if (key < 0)
 		return key;
+	if (key == KEY_ALLOW_UID)
+		return parse_allow_list(ld, name, value, rd->allow.uids, &rd->allow.n_uids);
+	if (key == KEY_ALLOW_GID)
+		return parse_allow_list(ld, name, value, rd->allow.gids, &rd->allow.n_gids);
 	if (address_parse(value, &addr, msg, sizeof(msg)))
 		return loader_error(ld, ld->line, "%s: %s", name, msg);
 	address_format(&addr, text, sizeof(text));
@@ -386,6 +429,13 @@ static int close_section(struct loader *ld)
 		return loader_error(ld, ld->section_line, "[%s] has no listen= address", rd->name);
 	if (!ld->key_lines[KEY_CONNECT])
 		return loader_error(ld, ld->section_line, "[%s] has no connect= address", rd->name);
+	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids))
+		return loader_error(ld,
+				    ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
+				    "allow-uid and allow-gid need a UNIX-LISTEN address (a datagram "
+				    "has no connected peer to check); limit %s with mode=, user= "
+				    "and group=",
+				    rd->listen.path);
 	if (rd->connect.kind == ADDRESS_UNIX_CONNECT && !strcmp(rd->connect.path, rd->listen.path))
 		return loader_error(ld, ld->key_lines[KEY_CONNECT],
 				    "connect path %s is this redirect's own listen path",
@@ -578,20 +628,33 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen)
 {
 	struct loader ld = {.path = path, .err = err, .errlen = errlen};
 	struct stat st;
+	FILE *file;
 	int r;
 
 	if (strlen(path) >= sizeof(out->path))
 		return loader_io_error(&ld, "cannot open", ENAMETOOLONG);
-	ld.file = fopen(path, "re");
-	if (!ld.file)
+	file = fopen(path, "re");
+	if (!file)
 		return loader_io_error(&ld, "cannot open", errno);
 	/* fopen() happily opens a directory; only the first read would fail, with EISDIR. */
-	r = fstat(fileno(ld.file), &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+	r = fstat(fileno(file), &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
 	if (r) {
-		fclose(ld.file);
+		fclose(file);
 		return loader_io_error(&ld, "cannot open", r);
 	}
+	r = config_load_stream(file, path, out, err, errlen);
+	fclose(file);
+	return r;
+}
 
+int config_load_stream(FILE *file, const char *path, struct config *out, char *err,
+		       size_t errlen)
+{
+	struct loader ld = {.path = path, .file = file, .err = err, .errlen = errlen};
+	int r;
+
+	if (strlen(path) >= sizeof(out->path))
+		return loader_io_error(&ld, "cannot open", ENAMETOOLONG);
 	config_daemon_defaults(&ld.daemon);
 
 	r = ini_parse_stream(config_reader, &ld, config_handler, &ld);
@@ -605,7 +668,6 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen)
 	if (!ld.error)
 		finish(&ld);
 
-	fclose(ld.file);
 	free(ld.buf);
 	free(ld.listen_lines);
 	if (ld.error) {

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "address.h"
@@ -17,11 +18,21 @@
 #define CONFIG_DEFAULT_CONTROL_MODE	  0600
 #define CONFIG_DEFAULT_CONTROL_GROUP_MODE 0660
 
+/* allow-uid=, allow-gid=: who may connect to a UNIX-LISTEN section (SO_PEERCRED). */
+#define CONFIG_ALLOW_MAX 32
+struct peer_allow {
+	unsigned int n_uids; /* 0 and n_gids 0: no list, everyone the file mode lets in */
+	unsigned int n_gids;
+	uid_t uids[CONFIG_ALLOW_MAX];
+	gid_t gids[CONFIG_ALLOW_MAX]; /* matched against the primary and supplementary groups */
+};
+
 struct redirect_config {
 	char name[CONFIG_NAME_MAX]; /* the section name */
 	unsigned int line;	    /* line of the section header */
 	struct address listen;
 	struct address connect;
+	struct peer_allow allow;
 	bool once; /* command line without fork: one connection, then the daemon exits */
 };
 
@@ -49,6 +60,12 @@ struct config {
  * "PATH:LINE: what is wrong" (or "PATH: cause" for I/O errors) into err; *out is untouched.
  */
 int config_load(const char *path, struct config *out, char *err, size_t errlen);
+/*
+ * The same from an open stream; path names it in messages and in out->path. The stream is
+ * read to its end (or to the first error) and not closed.
+ */
+int config_load_stream(FILE *file, const char *path, struct config *out, char *err,
+		       size_t errlen);
 void config_free(struct config *cfg);
 
 /* The [daemon] section's defaults. */

@@ -9,6 +9,7 @@
 #include <syslog.h>
 
 #include "config.h"
+#include "util.h"
 
 /* socat address types vsockmapd does not take, and what to do instead. */
 static const struct {
@@ -44,6 +45,7 @@ static int set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	make_printable(err);
 	return -EINVAL;
 }
 
@@ -67,7 +69,7 @@ static int parse_one(const char *text, struct address *addr, char *err, size_t e
 int config_from_addresses(const char *a, const char *b, struct config *out, char *err,
 			  size_t errlen)
 {
-	struct address first, second;
+	struct address first = {}, second = {};
 	struct redirect_config *rc;
 	const struct address *listen, *connect;
 	int r;

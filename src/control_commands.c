@@ -354,10 +354,23 @@ static void add_connection_counts(struct json_object *o, const struct listener *
 	bool dgram = is_dgram(l);
 
 	add(o, "accepted", dgram ? NULL : json_object_new_uint64(l->accepted));
-	/* Turned away by a connection limit: none exists yet. */
-	add(o, "refused", dgram ? NULL : json_object_new_uint64(0));
+	add(o, "refused", dgram ? NULL : json_object_new_uint64(l->refused));
 	add(o, "failed", dgram ? NULL : json_object_new_uint64(l->failed));
 	add_u64(o, "live", listener_live(l));
+}
+
+/* allow-uid/allow-gid as an array of numbers, or null when the list is not set. */
+static struct json_object *id_array(const uint32_t *ids, unsigned int n)
+{
+	struct json_object *arr;
+	unsigned int i;
+
+	if (!n)
+		return NULL;
+	arr = json_object_new_array();
+	for (i = 0; arr && i < n; i++)
+		json_object_array_add(arr, json_object_new_uint64(ids[i]));
+	return arr;
 }
 
 static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
@@ -386,7 +399,11 @@ static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
 		add(o, "uid", ok ? json_object_new_uint64(st.st_uid) : NULL);
 		add(o, "gid", ok ? json_object_new_uint64(st.st_gid) : NULL);
 		add_connection_counts(o, l);
-		add(o, "limit", NULL);
+		add(o, "limit",
+		    l->rc->listen.max_children ? json_object_new_uint64(l->rc->listen.max_children)
+					       : NULL);
+		add(o, "allow_uid", id_array(l->rc->allow.uids, l->rc->allow.n_uids));
+		add(o, "allow_gid", id_array(l->rc->allow.gids, l->rc->allow.n_gids));
 		json_object_array_add(arr, o);
 	}
 	add(response, "listeners", arr);

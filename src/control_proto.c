@@ -106,12 +106,12 @@ size_t line_buffer_pending(const struct line_buffer *lb)
 int line_buffer_next(struct line_buffer *lb, char **line, size_t *len)
 {
 	size_t pending = lb->len - lb->start;
-	char *begin = lb->data + lb->start;
-	char *nl;
+	char *begin, *nl;
 	size_t n;
 
 	if (pending == 0)
-		return 0;
+		return 0; /* data may still be NULL */
+	begin = lb->data + lb->start;
 	nl = memchr(begin + lb->scanned, '\n', pending - lb->scanned);
 	if (!nl) {
 		lb->scanned = pending;
@@ -215,6 +215,27 @@ malformed:
 	if (err)
 		snprintf(err, errlen, "malformed JSON: %s", why);
 	return -EPROTO;
+}
+
+int control_request_decode(const char *line, size_t len, struct json_object **out,
+			   const char **command, char *err, size_t errlen)
+{
+	struct json_object *req, *cmd;
+	int r;
+
+	r = control_parse_line(line, len, &req, err, errlen);
+	if (r < 0)
+		return r;
+	if (!json_object_object_get_ex(req, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string) || json_object_get_string_len(cmd) == 0) {
+		json_object_put(req);
+		if (err && errlen)
+			snprintf(err, errlen, "request has no \"command\" string member");
+		return -EINVAL;
+	}
+	*command = json_object_get_string(cmd);
+	*out = req;
+	return 0;
 }
 
 int control_format_line(struct json_object *obj, size_t max, char **line, size_t *len)

@@ -71,6 +71,15 @@ int control_parse_line(const char *line, size_t len, struct json_object **out, c
 		       size_t errlen);
 
 /*
+ * Decode one request line: control_parse_line(), then the "command" member, which must be a
+ * non-empty string. Returns 0 with *out (caller puts it) and *command (owned by *out),
+ * -EPROTO for malformed JSON or -EINVAL for a missing or empty command (with the reason in
+ * err when err is not NULL), or -ENOMEM.
+ */
+int control_request_decode(const char *line, size_t len, struct json_object **out,
+			   const char **command, char *err, size_t errlen);
+
+/*
  * Serialize obj as one compact line ending with "\n". Returns 0 and a malloc'd,
  * NUL-terminated *line with *len (including the newline, not the NUL), -EMSGSIZE when the
  * line without newline exceeds max, or -ENOMEM.

@@ -25,6 +25,7 @@
 #include "control_proto.h"
 #include "control_server.h"
 #include "log.h"
+#include "peer_access.h"
 
 #define READ_CHUNK (16 * 1024)
 /* Accepts per wakeup, so that a flood of clients cannot starve the rest of the loop. */
@@ -187,26 +188,19 @@ fail:
 static int conn_handle_line(struct control_conn *conn, const char *line, size_t len)
 {
 	struct control_server *srv = conn->srv;
-	struct json_object *req = NULL, *payload = NULL, *cmd, *resp;
+	struct json_object *req = NULL, *payload = NULL, *resp;
 	char *error_text = NULL;
 	const char *command;
 	char msg[256];
 	int r;
 
-	r = control_parse_line(line, len, &req, msg, sizeof(msg));
-	if (r == -EPROTO) {
+	r = control_request_decode(line, len, &req, &command, msg, sizeof(msg));
+	if (r == -EPROTO || r == -EINVAL) {
 		log_debug("control client %" PRIu64 ": %s", conn->id, msg);
-		return conn_queue_error(conn, EPROTO, msg);
+		return conn_queue_error(conn, -r, msg);
 	}
 	if (r < 0)
 		return r;
-
-	if (!json_object_object_get_ex(req, "command", &cmd) ||
-	    !json_object_is_type(cmd, json_type_string) || json_object_get_string_len(cmd) == 0) {
-		r = conn_queue_error(conn, EINVAL, "request has no \"command\" string member");
-		goto out;
-	}
-	command = json_object_get_string(cmd);
 	log_debug("control client %" PRIu64 " (pid %d): %.*s", conn->id, (int)conn->peer.pid,
 		  COMMAND_SHOW_MAX, command);
 
@@ -339,31 +333,6 @@ static void refuse_client(int fd, int err, const char *text)
 }
 
 /* Whether gid is one of the peer's supplementary groups (SO_PEERGROUPS, Linux 4.13). */
-static bool peer_in_group(int fd, gid_t gid)
-{
-	gid_t small[64], *groups = small;
-	socklen_t len = sizeof(small);
-	bool found = false;
-	size_t i, n;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
-		if (errno != ERANGE)
-			return false;
-		/* len now holds the size needed. */
-		groups = malloc(len);
-		if (!groups || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
-			free(groups);
-			return false;
-		}
-	}
-	n = len / sizeof(gid_t);
-	for (i = 0; i < n && !found; i++)
-		found = groups[i] == gid;
-	if (groups != small)
-		free(groups);
-	return found;
-}
-
 static bool peer_allowed(const struct control_server *srv, int fd, const struct ucred *cred)
 {
 	if (cred->uid == 0)
@@ -684,8 +653,9 @@ void control_server_close(struct control_server *srv)
 
 	if (!srv)
 		return;
+	/* conn_free() unlinks each one from the list first. */
 	while (srv->conns)
-		conn_free(srv->conns);
+		conn_free(srv->conns); /* NOLINT(clang-analyzer-unix.Malloc) */
 	sd_event_source_disable_unref(srv->accept_retry);
 	sd_event_source_disable_unref(srv->listen_io);
 	close(srv->fd);

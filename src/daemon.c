@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "handover.h"
 #include "listener.h"
 #include "log.h"
+#include "privileges.h"
 #include "redirect.h"
 #include "reload.h"
 #include "service.h"
@@ -58,6 +60,7 @@ static int open_listeners(struct daemon *d)
 	size_t i;
 	int err;
 
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	d->listeners = calloc(d->cfg.n_redirects + 1, sizeof(*d->listeners));
 	if (!d->listeners)
 		return -ENOMEM;
@@ -112,6 +115,21 @@ static int load_config(struct daemon *d, const struct daemon_options *opts, char
 	return 0;
 }
 
+/* Everything is open: keep only what serving and reloading need (privileges.h). */
+static int drop_privileges(struct daemon *d)
+{
+	char names[128];
+	uint64_t kept;
+	int err;
+
+	err = privileges_drop(privileges_needed(&d->cfg), &kept);
+	if (err)
+		return log_errno(LOG_ERR, err, "dropping capabilities");
+	privileges_format(kept, names, sizeof(names));
+	log_info("capabilities kept: %s", names);
+	return 0;
+}
+
 int daemon_start(struct daemon *d, const struct daemon_options *opts)
 {
 	char err_text[512];
@@ -119,6 +137,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d->started_usec = now_usec();
 	err = load_config(d, opts, err_text, sizeof(err_text));
 	if (err) {
@@ -168,6 +187,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = service_start(d);
 	if (err)
 		goto out;
+	err = drop_privileges(d);
+	if (err)
+		goto out;
 	return 0;
 out:
 	if (err != -EINVAL)
@@ -205,5 +227,6 @@ void daemon_stop(struct daemon *d)
 	dataplane_close(d->dp);
 	d->dp = NULL;
 	d->event = sd_event_unref(d->event);
+	d->spare_fd = safe_close(d->spare_fd);
 	config_free(&d->cfg);
 }

@@ -27,6 +27,7 @@ struct daemon {
 	uint64_t started_usec;
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
 	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
+	int spare_fd; /* /dev/null, given up to accept and refuse a connection at EMFILE */
 };
 
 struct daemon_options {

@@ -190,7 +190,7 @@ static int find_target(uint64_t id)
 /* What kind of target a stored target socket was connected to. */
 static enum address_kind target_kind(int fd)
 {
-	struct sockaddr_storage sa;
+	struct sockaddr_storage sa = {};
 	socklen_t len = sizeof(sa);
 
 	if (getsockname(fd, (struct sockaddr *)&sa, &len))
@@ -260,7 +260,7 @@ int handover_adopt(struct daemon *d)
 /* A stored listener nobody claimed: its section is gone, and so is its socket file. */
 static void unlink_listener(int fd)
 {
-	struct sockaddr_un sa;
+	struct sockaddr_un sa = {};
 	socklen_t len = sizeof(sa);
 
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_family != AF_UNIX ||

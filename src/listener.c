@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,33 +12,131 @@
 #include "handover.h"
 #include "listener.h"
 #include "log.h"
+#include "peer_access.h"
 #include "redirect.h"
 #include "service.h"
 #include "sockopt.h"
 #include "util.h"
 
 #define ACCEPT_BATCH 64
+/* Out of file descriptors and no spare to refuse with: try again after this long. */
+#define ACCEPT_RETRY_USEC (100 * 1000)
+
+/* max-children: no more accepts while at the limit; clients wait in the backlog. */
+static bool at_limit(const struct listener *l)
+{
+	return l->rc->listen.max_children && l->live >= l->rc->listen.max_children;
+}
+
+static void accepting(struct listener *l, bool on)
+{
+	if (l->io && !l->retired && !l->d->handing_over && !l->retry &&
+	    !(l->rc->once && l->accepted))
+		sd_event_source_set_enabled(l->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static int accept_again(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct listener *l = userdata;
+
+	(void)s;
+	(void)usec;
+	l->retry = sd_event_source_unref(l->retry);
+	accepting(l, !at_limit(l));
+	return 0;
+}
+
+/*
+ * accept() failed with err (EMFILE, ENFILE, ENOBUFS, ENOMEM). Refuse the waiting connection
+ * with the spare descriptor, so that its client sees the connection closed at once instead
+ * of waiting in the backlog; without one, stop accepting for ACCEPT_RETRY_USEC. Returns true
+ * to go on accepting.
+ */
+static bool accept_failed(struct listener *l, int err)
+{
+	struct daemon *d = l->d;
+	char listen[160];
+	int fd;
+
+	address_format(&l->rc->listen, listen, sizeof(listen));
+	if ((err == EMFILE || err == ENFILE) && d->spare_fd >= 0) {
+		d->spare_fd = safe_close(d->spare_fd);
+		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd >= 0) {
+			safe_close(fd);
+			l->refused++;
+		}
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
+				 err, "[%s] refused a connection on %s: no file descriptor left",
+				 l->rc->name, l->rc->listen.path);
+		if (fd >= 0 && d->spare_fd >= 0)
+			return true;
+	} else {
+		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
+				 err, "[%s] accept on %s", l->rc->name, l->rc->listen.path);
+	}
+	/* Level-triggered: left enabled, the waiting connection would wake us at once again. */
+	if (!l->retry && sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
+						     ACCEPT_RETRY_USEC, 0, accept_again, l) >= 0)
+		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+	return false;
+}
+
+/* allow-uid= and allow-gid=: returns true when the peer may use this listener. */
+static bool peer_admitted(struct listener *l, int cfd)
+{
+	struct ucred cred = {.pid = 0};
+	char listen[160];
+	int r;
+
+	r = peer_access_check(cfd, &l->rc->allow, &cred);
+	if (!r)
+		return true;
+	l->refused++;
+	address_format(&l->rc->listen, listen, sizeof(listen));
+	if (r == -EACCES)
+		log_fields(LOG_WARNING,
+			   LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
+			   "[%s] refused pid %d (uid %u, gid %u) on %s: not in allow-uid or allow-gid",
+			   l->rc->name, (int)cred.pid, (unsigned int)cred.uid,
+			   (unsigned int)cred.gid, l->rc->listen.path);
+	else
+		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
+				 r, "[%s] refused a connection on %s: cannot read its credentials",
+				 l->rc->name, l->rc->listen.path);
+	return false;
+}
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct listener *l = userdata;
-	char listen[160];
-	int i, cfd, err;
+	int i, cfd;
 
 	(void)s;
 	(void)revents;
 	for (i = 0; i < ACCEPT_BATCH; i++) {
+		if (at_limit(l)) {
+			char listen[160];
+
+			address_format(&l->rc->listen, listen, sizeof(listen));
+			log_fields(LOG_NOTICE, LOG_CTX(.redirect = l->rc->name, .listen = listen),
+				   "[%s] %zu connections, the max-children limit: new clients wait",
+				   l->rc->name, l->live);
+			accepting(l, false);
+			return 0;
+		}
 		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
 			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
 				return 0;
-			/* EMFILE and friends: leave the connection queued and say why. */
-			err = errno;
-			address_format(&l->rc->listen, listen, sizeof(listen));
-			log_fields_errno(LOG_WARNING,
-					 LOG_CTX(.redirect = l->rc->name, .listen = listen), err,
-					 "[%s] accept on %s", l->rc->name, l->rc->listen.path);
+			if (accept_failed(l, errno))
+				continue;
 			return 0;
+		}
+		if (!peer_admitted(l, cfd)) {
+			safe_close(cfd);
+			continue;
 		}
 		redirect_start(l->d, l, cfd);
 		if (l->rc->once) {
@@ -85,6 +184,7 @@ static void listener_close(struct listener *l)
 	dgram_forwarder_stop(l->dgram);
 	l->dgram = NULL;
 	l->io = sd_event_source_disable_unref(l->io);
+	l->retry = sd_event_source_disable_unref(l->retry);
 	if (l->fd >= 0) {
 		/* systemd keeps a passed or stored socket listening; the file stays for it. */
 		if (!l->activated && !l->handed_over)
@@ -177,9 +277,16 @@ struct listener *listener_placeholder(struct daemon *d, const char *section)
 	return l;
 }
 
+void listener_limit_changed(struct listener *l)
+{
+	accepting(l, !at_limit(l));
+}
+
 void listener_redirect_closed(struct listener *l)
 {
 	l->live--;
+	if (l->rc->listen.max_children && l->live + 1 == l->rc->listen.max_children)
+		accepting(l, true);
 	/* Exit status as socat's: 1 if the target could not be reached. */
 	if (l->rc->once && !l->live && l->accepted)
 		sd_event_exit(l->d->event, l->failed ? 1 : 0);

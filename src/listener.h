@@ -25,7 +25,9 @@ struct listener {
 	sd_event_source *io;
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
 	uint64_t accepted;
-	uint64_t failed; /* target refused, timed out, or set-up failed */
+	uint64_t failed;  /* target refused, timed out, or set-up failed */
+	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */
+	sd_event_source *retry; /* accepting again after running out of file descriptors */
 	size_t live;
 	/* Moved by redirects of this listener that have closed, per direction. */
 	uint64_t closed_bytes[2];
@@ -49,6 +51,9 @@ void listener_pause(struct listener *l);
  * longer configured, so they can be closed cleanly. NULL without memory.
  */
 struct listener *listener_placeholder(struct daemon *d, const char *section);
+
+/* A reload changed max-children: accept again, or stop, as the new limit says. */
+void listener_limit_changed(struct listener *l);
 
 /* One of l's redirects has gone. */
 void listener_redirect_closed(struct listener *l);

@@ -242,6 +242,9 @@ void log_flush_suppressed(void)
 }
 
 static void log_vfields(int level, const struct log_context *ctx, const char *suffix,
+			const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void log_vfields(int level, const struct log_context *ctx, const char *suffix,
 			const char *fmt, va_list ap)
 {
 	char line[LOG_LINE_MAX];

@@ -973,6 +973,9 @@ static bool dir_drained(struct redirect *r, int src)
 		return !qi.backlog_skbs && !qi.partial_bytes;
 	if (err == -ENOENT)
 		return true;
+	/* Out of descriptors or memory for the pass: ask again at the next tick. */
+	if (err == -EMFILE || err == -ENFILE || err == -ENOMEM)
+		return false;
 	/* No iterator: wait until the kernel's counter for this direction stops moving. */
 	if (dataplane_counters(r->d->dp, r->slot, src, &c))
 		return true;

@@ -100,6 +100,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 		log_err("reload: %s; still running the previous configuration", err);
 		return ret;
 	}
+	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	next = calloc(cfg.n_redirects + 1, sizeof(*next));
 	if (!next) {
 		config_free(&cfg);
@@ -118,6 +119,22 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	log_set_level(d->cfg.daemon.log_level);
 	for (i = 0; i < d->cfg.n_redirects; i++) {
 		if (next[i]) {
+			/* The limit and who may connect change in place: no socket is re-made. */
+			if (next[i]->conf.listen.max_children !=
+			    d->cfg.redirects[i].listen.max_children) {
+				next[i]->conf.listen.max_children =
+				    d->cfg.redirects[i].listen.max_children;
+				listener_limit_changed(next[i]);
+				log_notice("reload: [%s] max-children is now %u (0: none)",
+					   next[i]->conf.name, next[i]->conf.listen.max_children);
+			}
+			if (memcmp(&next[i]->conf.allow, &d->cfg.redirects[i].allow,
+				   sizeof(next[i]->conf.allow))) {
+				next[i]->conf.allow = d->cfg.redirects[i].allow;
+				log_notice("reload: [%s] allow-uid/allow-gid updated for new "
+					   "connections",
+					   next[i]->conf.name);
+			}
 			res->unchanged++;
 			next[n++] = next[i];
 			continue;

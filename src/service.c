@@ -188,7 +188,7 @@ static int check_passed(int fd, const char *name, const struct redirect_config *
 	int want = a->kind == ADDRESS_UNIX_RECV ? SOCK_DGRAM : SOCK_STREAM;
 	const struct log_context *ctx = LOG_CTX(.redirect = rc->name, .fd_name = name);
 	int domain = 0, type = 0, listening = 0, err, flags;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 2];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 2] = "";
 
 	err = sockopt_int(fd, SO_DOMAIN, &domain);
 	err = err ?: sockopt_int(fd, SO_TYPE, &type);

@@ -22,3 +22,10 @@ int safe_close(int fd)
 	errno = saved;
 	return -1;
 }
+
+void make_printable(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}

@@ -15,4 +15,10 @@ uint64_t now_usec(void);
 /* close() that keeps errno and accepts -1; returns -1 for "fd = safe_close(fd)". */
 int safe_close(int fd);
 
+/*
+ * Replace control characters (newline, escape, ...) with '?' in place, so that text quoted
+ * from input cannot break a message into lines or drive a terminal.
+ */
+void make_printable(char *s);
+
 #endif

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Run the test layers (default: unit host sanitize vm systemd bench) and end with
+# Run the test layers (default: unit lint host sanitize fuzz vm systemd bench) and end with
 # "N passed, N failed".
 #   unit      cmocka tests of the parsers and the control protocol
 #   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
 #   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)
+#   fuzz      every checked-in fuzz input (seeds, fixed crashes) once through its libFuzzer
+#             target (tests/fuzz/); `make fuzz` is the long run
+#   lint      cppcheck and clang-tidy (scripts/lint.sh, make lint)
 #   vm        real vsock in the QEMU test VM (tests/vm/run-suites.sh)
 #   systemd   the daemon and its units under systemd as PID 1, in the VM (tests/systemd/run.sh)
 #   bench     make bench's own self-test: tiny sizes, checks the harness, never the numbers
@@ -14,7 +17,7 @@ cd "$(dirname "$0")/.."
 . tests/lib/summary.sh
 
 layers=("$@")
-((${#layers[@]})) || layers=(unit host sanitize vm systemd bench)
+((${#layers[@]})) || layers=(unit lint host sanitize fuzz vm systemd bench)
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
@@ -46,10 +49,12 @@ run_unit() {
 	fi
 }
 
+# SANITIZE (default address,undefined) picks the sanitizers: make check SANITIZE=address.
 sanitize_build() {
+	local san=${SANITIZE:-address,undefined}
 	make -s OUTPUT=.output-asan \
-		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		LDFLAGS="-fsanitize=address,undefined" all unit-tests >/dev/null
+		CFLAGS="-O1 -g -fsanitize=$san -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=$san" all unit-tests >/dev/null
 }
 
 for layer in "${layers[@]}"; do
@@ -77,6 +82,19 @@ for layer in "${layers[@]}"; do
 			summary_failed=$((summary_failed + 1))
 		fi
 		unset ASAN_OPTIONS UBSAN_OPTIONS
+		;;
+	lint)
+		scripts/lint.sh | tee "$tmp"
+		summary_add "$tmp" lint
+		;;
+	fuzz)
+		if ! make -s fuzz-build >/dev/null; then
+			echo "run-all: building the fuzz targets failed" >&2
+			summary_failed=$((summary_failed + 1))
+			continue
+		fi
+		tests/fuzz/run.sh --replay | tee "$tmp"
+		summary_add "$tmp" fuzz
 		;;
 	vm)
 		tests/vm/run-suites.sh | tee "$tmp"

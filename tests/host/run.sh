@@ -26,6 +26,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/e2e/ctl-scenarios.sh
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
+. tests/host/access-cases.sh
 # shellcheck source=tests/host/reload-cases.sh
 . tests/host/reload-cases.sh
 # shellcheck source=tests/e2e/cmdline-scenarios.sh
@@ -40,6 +41,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	e2e_check_bpf_object
 	ctl_run_all
 	host_daemon_cases
+	host_access_cases
 	daemon_reload
 	cmdline_cases
 } | sed -u 's/^VMTEST /  /'

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stream.h"
+
 #define EXIT_VERIFY 1 /* data mismatch, short stream, reset, timeout */
 #define EXIT_SYSTEM 2 /* usage error or a failed setup call */
 
@@ -85,14 +87,6 @@ struct options {
 static struct options opt;
 static volatile sig_atomic_t stop_signal;
 
-/* xorshift64* keyed through splitmix64, so every seed (0 too) gives a live state. */
-struct stream {
-	uint64_t state;
-	uint64_t word;	   /* current output word, consumed low byte first */
-	unsigned int left; /* bytes of word not yet produced */
-	uint64_t offset;   /* bytes produced so far */
-};
-
 struct conn {
 	int fd;
 	unsigned int id;
@@ -141,45 +135,6 @@ static uint64_t now_ns(void)
 static uint64_t min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
-}
-
-static void stream_init(struct stream *s, uint64_t seed)
-{
-	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
-	s->state = z ? z : 0x9e3779b97f4a7c15ULL;
-	s->left = 0;
-	s->offset = 0;
-}
-
-static uint64_t stream_next_word(struct stream *s)
-{
-	s->state ^= s->state >> 12;
-	s->state ^= s->state << 25;
-	s->state ^= s->state >> 27;
-	return s->state * 0x2545f4914f6cdd1dULL;
-}
-
-static void stream_fill(struct stream *s, uint8_t *buf, size_t len)
-{
-	size_t i = 0;
-
-	s->offset += len;
-	for (; i < len && s->left; s->left--)
-		buf[i++] = s->word >> (8 * (8 - s->left));
-	for (; len - i >= 8; i += 8) {
-		uint64_t le = htole64(stream_next_word(s));
-
-		memcpy(buf + i, &le, sizeof(le));
-	}
-	if (i < len) {
-		s->word = stream_next_word(s);
-		for (s->left = 8; i < len; s->left--)
-			buf[i++] = s->word >> (8 * (8 - s->left));
-	}
 }
 
 static uint64_t fnv1a(uint64_t hash, const uint8_t *data, size_t len)

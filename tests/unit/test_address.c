@@ -415,6 +415,37 @@ static void test_format(void **state)
 	assert_false(address_is_target(NULL));
 }
 
+static void test_max_children(void **state)
+{
+	struct address a, b;
+
+	(void)state;
+	a = parse_ok("UNIX-LISTEN:/x.sock,max-children=2");
+	assert_int_equal(a.max_children, 2);
+	b = parse_ok("UNIX-LISTEN:/x.sock,max-connections=7");
+	assert_int_equal(b.max_children, 7);
+	/* A reload changes it in place: not part of the socket's identity. */
+	assert_true(address_equal(&a, &b));
+	assert_int_equal(parse_ok("UNIX-LISTEN:/x.sock").max_children, 0);
+	parse_bad("UNIX-LISTEN:/x.sock,max-children=0", "max-children");
+	parse_bad("UNIX-LISTEN:/x.sock,max-children=1000001", "max-children");
+	parse_bad("UNIX-RECV:/x.sock,max-children=2", "max-children");
+	parse_bad("VSOCK-CONNECT:2:1,max-children=2", "max-children");
+}
+
+/* Input quoted in a message cannot add lines or terminal escapes to it. */
+static void test_message_printable(void **state)
+{
+	char err[256];
+	struct address a;
+
+	(void)state;
+	assert_int_equal(address_parse("VSOCK-\nX\x1b[31m:1", &a, err, sizeof(err)), -EINVAL);
+	assert_null(strchr(err, '\n'));
+	assert_null(strchr(err, '\x1b'));
+	assert_non_null(strstr(err, "\"VSOCK-?X?[31m\""));
+}
+
 static void test_helpers(void **state)
 {
 	static const char *const names[] = {"listen", "connect"};
@@ -461,6 +492,8 @@ int main(void)
 	    cmocka_unit_test(test_connect_timeout),
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_max_children),
+	    cmocka_unit_test(test_message_printable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,7 +221,8 @@ static void test_unknown_keys(void **state)
 	load_bad("[echo]\nListen = UNIX-LISTEN:/x\n", 2,
 		 "unknown key \"Listen\" (did you mean \"listen\"?)");
 	load_bad("[echo]\nbind = UNIX-LISTEN:/x\n", 2,
-		 "unknown key \"bind\" (valid keys in a redirect section: listen, connect)");
+		 "unknown key \"bind\" (valid keys in a redirect section: listen, connect, "
+		 "allow-uid, allow-gid)");
 	load_bad("[echo]\ncontrol = /run/x.sock\n", 2, "unknown key \"control\"");
 	load_bad("[daemon]\nsndbuff = 4M\n" ECHO, 2,
 		 "unknown key \"sndbuff\" (did you mean \"sndbuf\"?)");
@@ -480,6 +481,47 @@ static void test_config_free(void **state)
 }
 
 /* socat's command line: either order, fork, and the pairs it refuses. */
+static void test_allow_lists(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	load_ok(ECHO "allow-uid = 0, root 1000\tnobody\nallow-gid = 65534\n", &cfg);
+	assert_int_equal(cfg.redirects[0].allow.n_uids, 3); /* root twice: one entry */
+	assert_int_equal(cfg.redirects[0].allow.uids[0], 0);
+	assert_int_equal(cfg.redirects[0].allow.uids[1], 1000);
+	assert_int_equal(cfg.redirects[0].allow.uids[2], 65534);
+	assert_int_equal(cfg.redirects[0].allow.n_gids, 1);
+	assert_int_equal(cfg.redirects[0].allow.gids[0], 65534);
+	config_free(&cfg);
+
+	load_ok(ECHO, &cfg);
+	assert_int_equal(cfg.redirects[0].allow.n_uids, 0);
+	assert_int_equal(cfg.redirects[0].allow.n_gids, 0);
+	config_free(&cfg);
+
+	load_bad(ECHO "allow-uid = 0 no-such-user-zz\n", 4,
+		 "allow-uid: unknown user \"no-such-user-zz\"");
+	load_bad(ECHO "allow-gid = no-such-group-zz\n", 4,
+		 "allow-gid: unknown group \"no-such-group-zz\"");
+	load_bad(ECHO "allow-gid = ,\n", 4, "allow-gid has no group in it");
+	load_bad(ECHO "allow-uid = 4294967295\n", 4, "allow-uid: ");
+	load_bad(ECHO "allow-uid = 0\nallow-uid = 1\n", 5, "duplicate key \"allow-uid\"");
+	load_bad(ECHO "allow-uids = 0\n", 4, "did you mean \"allow-uid\"");
+	load_bad("[d]\nlisten = UNIX-RECV:/run/t/d.sock\nallow-gid = 0\n"
+		 "connect = VSOCK-CONNECT:2:1\n",
+		 3, "allow-uid and allow-gid need a UNIX-LISTEN address");
+	{
+		char text[1024] = ECHO "allow-uid =";
+		int i;
+
+		for (i = 0; i <= CONFIG_ALLOW_MAX; i++)
+			snprintf(text + strlen(text), sizeof(text) - strlen(text), " %d", i);
+		strcat(text, "\n");
+		load_bad(text, 4, "allow-uid: more than 32 entries");
+	}
+}
+
 static void test_from_addresses(void **state)
 {
 	struct config cfg;
@@ -542,7 +584,7 @@ int main(void)
 	    cmocka_unit_test(test_daemon_values),	cmocka_unit_test(test_no_redirects),
 	    cmocka_unit_test(test_syntax_errors),	cmocka_unit_test(test_io_errors),
 	    cmocka_unit_test(test_unreadable),		cmocka_unit_test(test_config_free),
-	    cmocka_unit_test(test_from_addresses),
+	    cmocka_unit_test(test_from_addresses),	cmocka_unit_test(test_allow_lists),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

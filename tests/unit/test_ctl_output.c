@@ -62,7 +62,10 @@ struct schema {
 static struct schema schemas[32];
 static int n_schemas;
 
-/* "u64", "string or null", "object client or null", "array of redirect", "one of "a", "b"". */
+/*
+ * "u64", "string or null", "object client or null", "array of redirect", "array of u64 or
+ * null", "one of "a", "b"".
+ */
 static int parse_type(const char *text, struct type *t, char *why, size_t whylen)
 {
 	char buf[512], *s = buf, *end, *q;
@@ -282,6 +285,15 @@ static bool validate_value(struct json_object *v, const struct type *t, const ch
 		n = json_object_array_length(v);
 		for (i = 0; i < n; i++) {
 			snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+			/* "array of u64", "array of string": scalars, not a documented object */
+			if (!strcmp(t->ref, "u64") || !strcmp(t->ref, "string")) {
+				struct type elem = {.kind = t->ref[0] == 'u' ? K_U64 : K_STRING};
+
+				if (!validate_value(json_object_array_get_idx(v, i), &elem, sub,
+						    why, whylen))
+					return false;
+				continue;
+			}
 			if (!validate_object(json_object_array_get_idx(v, i), t->ref, sub, why,
 					     whylen))
 				return false;
@@ -356,10 +368,10 @@ static const char listeners_response[] =
     "{\"ok\":true,\"listeners\":["
     "{\"name\":\"echo\",\"listen\":\"UNIX-LISTEN:/run/vsockmap/echo.sock\",\"type\":\"stream\","
     "\"path\":\"/run/vsockmap/echo.sock\",\"mode\":\"0660\",\"uid\":0,\"gid\":4000000,"
-    "\"accepted\":12,\"refused\":0,\"failed\":1,\"live\":2,\"limit\":null},"
+    "\"accepted\":12,\"refused\":0,\"failed\":1,\"live\":2,\"limit\":null,\"allow_uid\":[0,1000],\"allow_gid\":null},"
     "{\"name\":\"logs\",\"listen\":\"UNIX-RECV:/run/vsockmap/logs.sock\",\"type\":\"dgram\","
     "\"path\":\"/run/vsockmap/logs.sock\",\"mode\":null,\"uid\":null,\"gid\":null,"
-    "\"accepted\":null,\"refused\":null,\"failed\":null,\"live\":1,\"limit\":null}]}";
+    "\"accepted\":null,\"refused\":null,\"failed\":null,\"live\":1,\"limit\":null,\"allow_uid\":null,\"allow_gid\":null}]}";
 
 static const char stats_response[] =
     "{\"ok\":true,\"stats\":{\"uptime_ms\":3723456,\"accepted\":12,\"refused\":0,\"failed\":1,"

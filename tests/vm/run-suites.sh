@@ -21,4 +21,7 @@ run tests/vm/suite-e2e.sh --timeout 900 \
 	--file tests/e2e/cmdline-scenarios.sh:/usr/lib/vmtest/cmdline-scenarios.sh \
 	--file "$(command -v setpriv)":/usr/bin/setpriv \
 	--file .output/bpf-object.sha256:/usr/lib/vmtest/bpf-object.sha256
+# The soak's short profile; `make soak` is the long one.
+QUICK=1 tests/vm/soak.sh | tee "$tmp"
+summary_add "$tmp" soak
 summary_print

@@ -1,0 +1,750 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vsm-soak: many connections through a relay, every byte checked.
+ *
+ *   vsm-soak --connect unix:PATH --listen vsock:PORT|unix:PATH [OPTIONS]
+ *
+ * This one process plays both ends. Its clients connect to the relay's listen socket (the
+ * --connect address); the relay dials this process's listener (--listen) for each of them.
+ * Every connection gets random sizes for both directions (0 to --max-size, log-uniform),
+ * random write sizes, and one of six ways to end:
+ *
+ *   client-first   both sides send; the client closes once it has everything
+ *   server-first   both sides send; the server closes once it has everything
+ *   half-client    the client sends, shuts down writing; the server answers after EOF
+ *   half-server    the server sends, shuts down writing; the client answers after EOF
+ *   client-kill    a forked client sends part of its bytes and is killed with SIGKILL
+ *   server-reset   the server resets the connection (SO_LINGER 0) part-way
+ *
+ * Each stream is keyed by the connection's seed (stream.h) and verified byte by byte, so a
+ * lost, duplicated or reordered byte shows at its offset. For the first four every byte must
+ * arrive, then a clean EOF. A killed client's bytes must all reach the server, then EOF, within
+ * --end-bound-ms of the kill; after a reset the client must see EOF or an error within the
+ * same bound, having received a correct prefix.
+ *
+ * Output: one line per failed connection, a line per ending, then
+ *   soak conns=N ok=N failed=N lost=B mismatched=N up=B down=B max_live=N
+ *        kill_end_ms_max=T reset_end_ms_max=T secs=S
+ * Exit status 0 when every connection passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <linux/vm_sockets.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stream.h"
+
+#define MAGIC	    0x534d5356u /* "VSMS" */
+#define HEADER_LEN  8		/* magic, connection id: the first bytes of every up stream */
+#define BUF_SIZE    (64 * 1024)
+#define NSEC_PER_MS 1000000ull
+#define TAG_LISTEN  (UINT64_C(1) << 62)
+#define TAG_PENDING (UINT64_C(1) << 61)
+#define TAG_SERVER  (UINT64_C(1) << 60)
+
+enum mode { CLIENT_FIRST, SERVER_FIRST, HALF_CLIENT, HALF_SERVER, CLIENT_KILL, SERVER_RESET };
+#define N_MODES 6
+static const char *const mode_names[N_MODES] = {"client-first", "server-first", "half-client",
+						"half-server",	"client-kill",	"server-reset"};
+/* Per mille of connections for each mode, in enum order. */
+static const unsigned int mode_weights[N_MODES] = {300, 200, 200, 200, 50, 50};
+
+/* One end of a connection. */
+struct end {
+	int fd;
+	struct stream tx, rx;
+	uint64_t sent, recvd; /* payload bytes, header excluded */
+	uint64_t mismatch;    /* offset of the first wrong byte, UINT64_MAX if none */
+	bool shut, eof, done, failed_io;
+	uint8_t hdr[HEADER_LEN];
+	unsigned int hdr_len; /* client: header bytes sent */
+};
+
+struct conn {
+	uint32_t id;
+	enum mode mode;
+	uint64_t up_len, down_len;
+	uint64_t cut; /* client-kill: up bytes before the kill; server-reset: up bytes read first */
+	struct end c, s;
+	pid_t child;
+	bool started, connected, finished, ok;
+	uint64_t start_ns, last_ns, cut_ns;
+	const char *why;
+};
+
+static struct {
+	const char *connect, *listen;
+	unsigned int count, live;
+	uint64_t max_size, seed;
+	unsigned int timeout_s, end_bound_ms, stall_s;
+} opt = {.count = 10000, .live = 500, .max_size = 8 << 20, .seed = 1, .timeout_s = 1800,
+	 .end_bound_ms = 3000, .stall_s = 60};
+
+static struct conn *conns;
+static int ep, listen_fd;
+static struct sockaddr_un relay;
+static uint64_t rng_state;
+static uint8_t buf[BUF_SIZE], want[BUF_SIZE];
+static int pending[4096]; /* accepted, header not yet read */
+static unsigned int pending_hdr[4096];
+static uint8_t pending_buf[4096][HEADER_LEN];
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+/* 0..max, log-uniform: small sizes as often as large ones, so the soak stays short. */
+static uint64_t rnd_size(uint64_t max)
+{
+	unsigned int bits = 0;
+	uint64_t v;
+
+	while (bits < 63 && (UINT64_C(1) << bits) <= max)
+		bits++;
+	v = rnd() & ((UINT64_C(1) << (rnd() % (bits + 1))) - 1);
+	return v > max ? max : v;
+}
+
+static size_t write_size(void)
+{
+	return 1 + (size_t)rnd_size(BUF_SIZE - 1);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "vsm-soak: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static void fail(struct conn *k, const char *why)
+{
+	if (!k->why)
+		k->why = why;
+}
+
+static void watch(int fd, uint64_t tag, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = tag};
+
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) && errno == EEXIST)
+		epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+}
+
+static void close_end(struct end *e)
+{
+	if (e->fd >= 0) {
+		epoll_ctl(ep, EPOLL_CTL_DEL, e->fd, NULL);
+		close(e->fd);
+		e->fd = -1;
+	}
+	e->done = true;
+}
+
+/* Read what is there into the end's rx stream. Returns false on EOF or error. */
+static bool end_read(struct conn *k, struct end *e, uint64_t limit)
+{
+	ssize_t n;
+	size_t i;
+
+	for (;;) {
+		n = recv(e->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return true;
+			e->failed_io = true;
+		}
+		if (n <= 0) {
+			e->eof = true;
+			k->last_ns = now_ns();
+			return false;
+		}
+		k->last_ns = now_ns();
+		stream_fill(&e->rx, want, (size_t)n);
+		if (e->mismatch == UINT64_MAX && memcmp(buf, want, (size_t)n))
+			for (i = 0; i < (size_t)n; i++)
+				if (buf[i] != want[i]) {
+					e->mismatch = e->recvd + i;
+					break;
+				}
+		e->recvd += (uint64_t)n;
+		if (e->recvd > limit && e->mismatch == UINT64_MAX)
+			e->mismatch = limit; /* bytes past the end */
+	}
+}
+
+/* Send up to len - sent more bytes of the tx stream, random write sizes. */
+static void end_write(struct conn *k, struct end *e, uint64_t len)
+{
+	uint8_t out[BUF_SIZE];
+	ssize_t n;
+	size_t chunk;
+
+	while (e->sent < len) {
+		chunk = write_size();
+		if (chunk > len - e->sent)
+			chunk = (size_t)(len - e->sent);
+		/* Peek: generate, and keep the generator's state only for what was taken. */
+		struct stream save = e->tx;
+
+		stream_fill(&e->tx, out, chunk);
+		n = send(e->fd, out, chunk, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			e->tx = save;
+			if (errno != EAGAIN && errno != EINTR)
+				e->failed_io = true;
+			return;
+		}
+		if ((size_t)n < chunk) {
+			e->tx = save;
+			stream_fill(&e->tx, out, (size_t)n);
+		}
+		e->sent += (uint64_t)n;
+		k->last_ns = now_ns();
+	}
+}
+
+/* From the kill (reaped) or the reset to the other end's last event, its EOF or error. */
+static uint64_t end_delay_ms(const struct conn *k)
+{
+	return k->cut_ns && k->last_ns > k->cut_ns ? (k->last_ns - k->cut_ns) / NSEC_PER_MS : 0;
+}
+
+static void finish(struct conn *k, unsigned int *live)
+{
+	uint64_t t;
+
+	if (k->finished || !k->c.done || !k->s.done)
+		return;
+	k->finished = true;
+	(*live)--;
+	switch (k->mode) {
+	case CLIENT_KILL:
+		if (k->s.recvd != k->cut)
+			fail(k, "the server did not get every byte the killed client sent");
+		t = end_delay_ms(k);
+		if (t > opt.end_bound_ms)
+			fail(k, "the server saw the killed client's end too late");
+		break;
+	case SERVER_RESET:
+		t = end_delay_ms(k);
+		if (t > opt.end_bound_ms)
+			fail(k, "the client saw the reset too late");
+		break;
+	default:
+		if (k->s.recvd != k->up_len)
+			fail(k, "server: wrong number of bytes");
+		if (k->c.recvd != k->down_len)
+			fail(k, "client: wrong number of bytes");
+		if (k->c.failed_io || k->s.failed_io)
+			fail(k, "an I/O error on a connection that should end cleanly");
+	}
+	if (k->c.mismatch != UINT64_MAX || k->s.mismatch != UINT64_MAX)
+		fail(k, "wrong bytes");
+	k->ok = !k->why;
+}
+
+/*
+ * Level-triggered interest in what the end waits for now: input until EOF, output while it
+ * has bytes it may send. Without this a writable socket with nothing to send would spin.
+ */
+static void rearm(struct conn *k, struct end *e, bool is_server)
+{
+	uint64_t tag = is_server ? TAG_SERVER | k->id : k->id;
+	uint64_t len = is_server ? k->down_len : k->up_len;
+	uint32_t events = 0;
+	bool may_send;
+
+	if (e->done || e->fd < 0)
+		return;
+	if (is_server)
+		may_send = k->mode != HALF_CLIENT || e->eof;
+	else
+		may_send = (k->mode != HALF_SERVER || e->eof) && e->hdr_len == HEADER_LEN;
+	if (!e->eof)
+		events |= EPOLLIN | EPOLLRDHUP;
+	if ((may_send && e->sent < len && !e->failed_io) || (!is_server && e->hdr_len < HEADER_LEN))
+		events |= EPOLLOUT;
+	watch(e->fd, tag, events);
+}
+
+/* The client end's next steps; called on its events. */
+static void client_step(struct conn *k)
+{
+	struct end *c = &k->c;
+	bool send_now;
+
+	if (c->done)
+		return;
+	while (c->hdr_len < HEADER_LEN) {
+		ssize_t n = send(c->fd, c->hdr + c->hdr_len, HEADER_LEN - c->hdr_len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			c->failed_io = true;
+			close_end(c);
+			return;
+		}
+		c->hdr_len += (unsigned int)n;
+	}
+	if (!c->eof)
+		end_read(k, c, k->down_len);
+	send_now = k->mode != HALF_SERVER || c->eof;
+	if (send_now && !c->failed_io)
+		end_write(k, c, k->up_len);
+	if (k->mode == SERVER_RESET && (c->eof || c->failed_io)) {
+		close_end(c);
+		return;
+	}
+	if (c->sent == k->up_len && !c->shut && k->mode == HALF_CLIENT) {
+		shutdown(c->fd, SHUT_WR);
+		c->shut = true;
+	}
+	switch (k->mode) {
+	case CLIENT_FIRST:
+		if (c->sent == k->up_len && c->recvd >= k->down_len)
+			close_end(c);
+		break;
+	case HALF_SERVER:
+		if (c->eof && c->sent == k->up_len)
+			close_end(c);
+		break;
+	default:
+		if (c->eof && (c->sent == k->up_len || c->failed_io))
+			close_end(c);
+	}
+	if (c->failed_io && !c->done && k->mode != SERVER_RESET)
+		close_end(c);
+	rearm(k, c, false);
+}
+
+static void server_step(struct conn *k)
+{
+	struct end *s = &k->s;
+	uint64_t limit = k->mode == SERVER_RESET ? k->cut : UINT64_MAX;
+
+	if (s->done)
+		return;
+	if (!s->eof) {
+		/* server-reset reads its first cut bytes, then resets with the rest unread. */
+		if (s->recvd < limit)
+			end_read(k, s, k->mode == CLIENT_KILL ? k->cut : k->up_len);
+	}
+	if (k->mode == SERVER_RESET && s->recvd >= k->cut) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		k->cut_ns = now_ns();
+		close_end(s);
+		return;
+	}
+	if ((k->mode != HALF_CLIENT || s->eof) && !s->failed_io)
+		end_write(k, s, k->down_len);
+	if (k->mode == HALF_SERVER && s->sent == k->down_len && !s->shut) {
+		shutdown(s->fd, SHUT_WR);
+		s->shut = true;
+	}
+	switch (k->mode) {
+	case SERVER_FIRST:
+		if (s->sent == k->down_len && s->recvd >= k->up_len)
+			close_end(s);
+		break;
+	case CLIENT_KILL:
+		if (s->eof)
+			close_end(s);
+		break;
+	default:
+		if (s->eof && s->sent == k->down_len)
+			close_end(s);
+	}
+	if (s->failed_io && !s->done)
+		close_end(s);
+	rearm(k, s, true);
+}
+
+static void end_init(struct end *e, uint64_t tx_seed, uint64_t rx_seed)
+{
+	memset(e, 0, sizeof(*e));
+	e->fd = -1;
+	e->mismatch = UINT64_MAX;
+	stream_init(&e->tx, tx_seed);
+	stream_init(&e->rx, rx_seed);
+}
+
+static void conn_plan(struct conn *k, uint32_t id)
+{
+	unsigned int w = (unsigned int)(rnd() % 1000), m = 0, acc = mode_weights[0];
+	uint64_t seed = opt.seed * 1000003u + id * 2u;
+
+	while (w >= acc && m + 1 < N_MODES)
+		acc += mode_weights[++m];
+	memset(k, 0, sizeof(*k));
+	k->id = id;
+	k->mode = (enum mode)m;
+	k->up_len = rnd_size(opt.max_size);
+	k->down_len = rnd_size(opt.max_size);
+	k->cut = k->up_len ? rnd() % (k->up_len + 1) : 0;
+	end_init(&k->c, seed, seed + 1);
+	end_init(&k->s, seed + 1, seed);
+	uint32_t hdr[2] = {MAGIC, id};
+
+	memcpy(k->c.hdr, hdr, HEADER_LEN);
+}
+
+/* client-kill: a child sends the header and cut bytes with blocking writes, then dies. */
+static void start_killed_client(struct conn *k)
+{
+	uint8_t out[BUF_SIZE];
+	size_t chunk;
+	pid_t pid;
+	int fd;
+
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid > 0) {
+		k->child = pid;
+		k->c.done = true; /* the parent has nothing to do for this end */
+		return;
+	}
+	/* Copies of the other connections' sockets would hold them open after their close. */
+	syscall(SYS_close_range, 3u, ~0u, 0u);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&relay, sizeof(relay)) ||
+	    send(fd, k->c.hdr, HEADER_LEN, MSG_NOSIGNAL) != HEADER_LEN)
+		_exit(3);
+	while (k->c.sent < k->cut) {
+		chunk = write_size();
+		if (chunk > k->cut - k->c.sent)
+			chunk = (size_t)(k->cut - k->c.sent);
+		stream_fill(&k->c.tx, out, chunk);
+		if (send(fd, out, chunk, MSG_NOSIGNAL) != (ssize_t)chunk)
+			_exit(4);
+		k->c.sent += chunk;
+	}
+	raise(SIGKILL);
+	_exit(5);
+}
+
+static bool start_conn(struct conn *k)
+{
+	int fd;
+
+	k->start_ns = k->last_ns = now_ns();
+	if (k->mode == CLIENT_KILL) {
+		start_killed_client(k);
+		k->started = true;
+		return true;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket");
+	if (connect(fd, (struct sockaddr *)&relay, sizeof(relay)) && errno != EINPROGRESS) {
+		close(fd);
+		if (errno == EAGAIN) /* the relay's backlog is full: later */
+			return false;
+		die("connect to the relay");
+	}
+	k->c.fd = fd;
+	k->started = true;
+	watch(fd, k->id, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+	return true;
+}
+
+static void accept_all(void)
+{
+	unsigned int i;
+	int fd;
+
+	for (;;) {
+		fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			die("accept");
+		}
+		for (i = 0; i < sizeof(pending) / sizeof(pending[0]) && pending[i] >= 0; i++)
+			;
+		if (i == sizeof(pending) / sizeof(pending[0])) {
+			fprintf(stderr, "vsm-soak: more than %zu connections without a header\n",
+				sizeof(pending) / sizeof(pending[0]));
+			exit(2);
+		}
+		pending[i] = fd;
+		pending_hdr[i] = 0;
+		watch(fd, TAG_PENDING | i, EPOLLIN | EPOLLRDHUP);
+	}
+}
+
+/* A server connection's first 8 bytes say which client it belongs to. */
+static void read_header(unsigned int i)
+{
+	uint32_t hdr[2];
+	struct conn *k;
+	ssize_t n;
+
+	n = recv(pending[i], pending_buf[i] + pending_hdr[i], HEADER_LEN - pending_hdr[i],
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		fprintf(stderr, "vsm-soak: a relayed connection ended before its header\n");
+		epoll_ctl(ep, EPOLL_CTL_DEL, pending[i], NULL);
+		close(pending[i]);
+		pending[i] = -1;
+		return;
+	}
+	pending_hdr[i] += (unsigned int)n;
+	if (pending_hdr[i] < HEADER_LEN)
+		return;
+	memcpy(hdr, pending_buf[i], HEADER_LEN);
+	if (hdr[0] != MAGIC || hdr[1] >= opt.count || conns[hdr[1]].s.fd >= 0 ||
+	    conns[hdr[1]].s.done) {
+		fprintf(stderr, "vsm-soak: a relayed connection has a bad header\n");
+		exit(1);
+	}
+	k = &conns[hdr[1]];
+	k->s.fd = pending[i];
+	k->connected = true;
+	pending[i] = -1;
+	watch(k->s.fd, TAG_SERVER | k->id, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
+	server_step(k);
+}
+
+static int open_listener(const char *addr)
+{
+	int fd;
+
+	if (!strncmp(addr, "vsock:", 6)) {
+		struct sockaddr_vm svm = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+					  .svm_port = (unsigned int)strtoul(addr + 6, NULL, 10)};
+
+		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&svm, sizeof(svm)))
+			die(addr);
+	} else if (!strncmp(addr, "unix:", 5) && strlen(addr + 5) < sizeof(relay.sun_path)) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+		strcpy(sun.sun_path, addr + 5);
+		unlink(sun.sun_path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)))
+			die(addr);
+	} else {
+		fprintf(stderr, "vsm-soak: --listen takes vsock:PORT or unix:PATH\n");
+		exit(2);
+	}
+	if (listen(fd, 4096))
+		die("listen");
+	return fd;
+}
+
+static void reap_children(void)
+{
+	pid_t pid;
+	unsigned int i;
+
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (i = 0; i < opt.count; i++)
+			if (conns[i].child == pid) {
+				conns[i].cut_ns = now_ns();
+				break;
+			}
+}
+
+static void usage(int rc)
+{
+	fprintf(rc ? stderr : stdout,
+		"usage: vsm-soak --connect unix:PATH --listen vsock:PORT|unix:PATH [OPTIONS]\n"
+		"  --count N          connections in all (10000)\n"
+		"  --live N           at most N at once (500)\n"
+		"  --max-size BYTES   largest stream each way (8388608)\n"
+		"  --seed S           random seed (1)\n"
+		"  --end-bound-ms MS  a kill or reset must be seen within MS (3000)\n"
+		"  --stall SEC        a connection without progress for SEC fails (60)\n"
+		"  --timeout SEC      give up after SEC (1800)\n");
+	exit(rc);
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"connect", required_argument, NULL, 'c'},	{"listen", required_argument, NULL, 'l'},
+	    {"count", required_argument, NULL, 'n'},	{"live", required_argument, NULL, 'L'},
+	    {"max-size", required_argument, NULL, 'm'}, {"seed", required_argument, NULL, 's'},
+	    {"end-bound-ms", required_argument, NULL, 'e'},
+	    {"stall", required_argument, NULL, 'S'},	{"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': opt.connect = optarg; break;
+		case 'l': opt.listen = optarg; break;
+		case 'n': opt.count = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'L': opt.live = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'm': opt.max_size = strtoull(optarg, NULL, 0); break;
+		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'e': opt.end_bound_ms = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'S': opt.stall_s = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 't': opt.timeout_s = (unsigned int)strtoul(optarg, NULL, 0); break;
+		case 'h': usage(0); break;
+		default: usage(2);
+		}
+	}
+	if (!opt.connect || !opt.listen || strncmp(opt.connect, "unix:", 5) || !opt.count ||
+	    !opt.live || opt.live > 2000 || optind != argc)
+		usage(2);
+	if (strlen(opt.connect + 5) >= sizeof(relay.sun_path))
+		usage(2);
+	relay.sun_family = AF_UNIX;
+	strcpy(relay.sun_path, opt.connect + 5);
+}
+
+int main(int argc, char **argv)
+{
+	struct rlimit rl = {.rlim_cur = 65536, .rlim_max = 65536};
+	struct epoll_event evs[256];
+	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
+	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0, reset_ms = 0;
+	unsigned int mismatched = 0;
+	int n, j;
+
+	parse_args(argc, argv);
+	setrlimit(RLIMIT_NOFILE, &rl); /* two descriptors per live connection, and the relay's */
+	signal(SIGPIPE, SIG_IGN);
+	rng_state = opt.seed * 0x9e3779b97f4a7c15ULL | 1;
+	conns = calloc(opt.count, sizeof(*conns));
+	if (!conns)
+		die("calloc");
+	for (i = 0; i < opt.count; i++)
+		conn_plan(&conns[i], i);
+	memset(pending, -1, sizeof(pending));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	listen_fd = open_listener(opt.listen);
+	watch(listen_fd, TAG_LISTEN, EPOLLIN);
+	t0 = now_ns();
+	deadline = t0 + opt.timeout_s * 1000000000ull;
+
+	for (;;) {
+		uint64_t now;
+
+		while (live < opt.live && next < opt.count && start_conn(&conns[next])) {
+			next++;
+			if (++live > max_live)
+				max_live = live;
+		}
+		n = epoll_wait(ep, evs, 256, 100);
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait");
+		for (j = 0; j < n; j++) {
+			uint64_t tag = evs[j].data.u64;
+			struct conn *k;
+
+			if (tag == TAG_LISTEN) {
+				accept_all();
+				continue;
+			}
+			if (tag & TAG_PENDING) {
+				read_header((unsigned int)(tag & 0xffff));
+				continue;
+			}
+			k = &conns[tag & 0xffffffff];
+			if (tag & TAG_SERVER)
+				server_step(k);
+			else
+				client_step(k);
+			finish(k, &live);
+		}
+		reap_children();
+		now = now_ns();
+		/* Once a second: the kills reaped above, stalls, and connections that ended. */
+		if (now - last_sweep > 1000000000ull) {
+			last_sweep = now;
+			for (i = 0; i < next; i++) {
+				struct conn *k = &conns[i];
+
+				if (k->finished)
+					continue;
+				if (now - k->last_ns > opt.stall_s * 1000000000ull) {
+					fail(k, "stalled");
+					close_end(&k->c);
+					close_end(&k->s);
+				}
+				finish(k, &live);
+			}
+		}
+		if (now > deadline) {
+			fprintf(stderr, "vsm-soak: timeout after %u s\n", opt.timeout_s);
+			break;
+		}
+		if (next == opt.count && !live)
+			break;
+	}
+
+	for (i = 0; i < opt.count; i++) {
+		struct conn *k = &conns[i];
+		uint64_t t = end_delay_ms(k);
+
+		if (!k->finished)
+			fail(k, "never finished");
+		counts[k->mode][k->ok]++;
+		n_ok += k->ok;
+		up += k->s.recvd;
+		down += k->c.recvd;
+		if (k->mode <= HALF_SERVER) {
+			lost += (k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len)) +
+				(k->down_len - (k->c.recvd < k->down_len ? k->c.recvd : k->down_len));
+		} else if (k->mode == CLIENT_KILL && k->s.recvd < k->cut) {
+			lost += k->cut - k->s.recvd;
+		}
+		if (k->c.mismatch != UINT64_MAX || k->s.mismatch != UINT64_MAX)
+			mismatched++;
+		if (k->mode == CLIENT_KILL && t > kill_ms)
+			kill_ms = t;
+		if (k->mode == SERVER_RESET && t > reset_ms)
+			reset_ms = t;
+		if (!k->ok)
+			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
+			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64 ": %s\n",
+			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
+			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
+			       k->why);
+	}
+	for (i = 0; i < N_MODES; i++)
+		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
+	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
+	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64
+	       " reset_end_ms_max=%" PRIu64 " secs=%.1f\n",
+	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
+	       reset_ms, (double)(now_ns() - t0) / 1e9);
+	return n_ok == opt.count ? 0 : 1;
+}
