@@ -313,6 +313,7 @@ static const char usage_text[] =
     "  --expect N             server: each connection must carry exactly N bytes;\n"
     "                         client (with --send 0): read to EOF, exactly N\n"
     "                         bytes of stream SEED, then probe one write\n"
+    "  --slow USEC            sleep USEC between reads (a slow reader)\n"
     "  -h, --help             show this text\n"
     "\n"
     "Server options:\n"
@@ -323,7 +324,6 @@ static const char usage_text[] =
     "                         client's stream seed+1, then close\n"
     "  --seeds N              accept client streams SEED, SEED+2, ...,\n"
     "                         SEED+2*(N-1), told apart by their first 8 bytes\n"
-    "  --slow USEC            sleep USEC between reads (a slow reader)\n"
     "  --reply-first N        with --sink: send N bytes of stream seed+1 at accept, shut\n"
     "                         down writing, then go on reading to EOF\n"
     "  --linger-ms MS         with --source: wait MS after the data, then close\n"
@@ -355,6 +355,7 @@ enum option_id {
 	OPT_WRITE_SIZE,
 	OPT_MSG_SIZE,
 	OPT_EXPECT,
+	OPT_SLOW,
 	/* server only */
 	OPT_SINK = 0x200,
 	OPT_ECHO,
@@ -362,7 +363,6 @@ enum option_id {
 	OPT_REPLY,
 	OPT_REPLY_FIRST,
 	OPT_SEEDS,
-	OPT_SLOW,
 	OPT_LINGER_MS,
 	OPT_COUNT,
 	OPT_READY_FILE,

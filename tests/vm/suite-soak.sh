@@ -5,14 +5,15 @@
 # (tests/tools/vsm-soak.c): random sizes from 0 to SOAK_MAX_SIZE each way, at most SOAK_LIVE
 # at once, and every way of ending (client or server first, half-close each way, a client
 # killed with SIGKILL, a server reset). Then the daemon must have no redirect left and its
-# log no error. Runs in the VM as /suite.sh; `make soak` (full) and `make check` (QUICK)
+# log no error. Last, a slow reader in each direction for SOAK_SLOW_SECONDS, with kernel
+# memory sampled every second. Runs in the VM as /suite.sh; `make soak` (full) and `make check` (QUICK)
 # pass the profile in /usr/lib/vmtest/soak.env:
 #
 #	tests/vm/run.sh tests/vm/suite-soak.sh --file ENV:/usr/lib/vmtest/soak.env
 
 # shellcheck source=tests/vm/lib.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
-SOAK_COUNT=10000 SOAK_LIVE=500 SOAK_MAX_SIZE=8388608 SOAK_SEED=1
+SOAK_COUNT=10000 SOAK_LIVE=500 SOAK_MAX_SIZE=8388608 SOAK_SEED=1 SOAK_SLOW_SECONDS=60
 # shellcheck disable=SC1091
 [ -f /usr/lib/vmtest/soak.env ] && . /usr/lib/vmtest/soak.env
 
@@ -72,5 +73,74 @@ if [ "$live" -eq 0 ] && [ "$errors" -eq 0 ]; then
 else
 	vmtest_fail soak-clean-after "$live redirects left, $errors error lines: $(grep -i -m3 'error\|did not drain' "$D/daemon.log" | tr '\n' ' ')"
 fi
+# ---- a slow reader in each direction ----------------------------------------------------
+# The reader takes 16 KiB every 10 ms (about 1.6 MB/s) for SOAK_SLOW_SECONDS; the writer
+# offers more than that as fast as it can. Kernel memory (Slab) and the redirect's queues
+# are sampled every second; the peak growth must stay under SLOW_SLAB_BOUND_KB.
+SLOW_SLAB_BOUND_KB=65536
+slow_bytes=$((SOAK_SLOW_SECONDS * 1600000))
+
+# sample_until PID OUT: until PID exits, one line per second: slab kB, sockets used, and
+# the live redirect's target_backlog_skbs and client_rcvq_bytes.
+sample_until() {
+	while kill -0 "$1" 2>/dev/null; do
+		_slab=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+		_socks=$(awk '/^sockets:/ {print $3}' /proc/net/sockstat)
+		_q=$(vsockmapctl -s "$D/control.sock" --json list 2>/dev/null |
+			sed -n 's/.*"target_backlog_skbs":\([0-9null]*\).*"client_rcvq_bytes":\([0-9null]*\).*/\1 \2/p')
+		echo "$_slab $_socks ${_q:-- -}" >>"$2"
+		sleep 1
+	done
+}
+
+# slow_report NAME SLAB0 SAMPLES RC DETAIL
+slow_report() {
+	_peak=$(awk -v b="$2" '{ if ($1 - b > m) m = $1 - b } END { print m + 0 }' "$3")
+	_skbs=$(awk '$3 ~ /^[0-9]+$/ { n++; if ($3 > m) m = $3 } END { print (n ? m + 0 : "n/a") }' "$3")
+	_rcvq=$(awk '$4 ~ /^[0-9]+$/ { if ($4 > m) m = $4 } END { print m + 0 }' "$3")
+	_n=$(wc -l <"$3")
+	if [ "$4" -eq 0 ] && [ "$_peak" -lt $SLOW_SLAB_BOUND_KB ]; then
+		vmtest_pass "$1" "$5; peak Slab growth ${_peak} kB over $_n samples, target backlog <= $_skbs skbs, client rcvq <= $_rcvq B"
+	else
+		vmtest_fail "$1" "rc=$4 $5; peak Slab growth ${_peak} kB (bound $SLOW_SLAB_BOUND_KB), backlog <= $_skbs skbs"
+	fi
+}
+
+# unix -> vsock: the vsock server reads slowly.
+vsm-peer server vsock:any:7000 --sink --slow 10000 --read-size 16384 --count 1 \
+	--ready-file "$D/up.ready" >"$D/up.server" 2>&1 &
+srv=$!
+wait_for_file "$D/up.ready" 10
+slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+vsm-peer client "unix:$D/soak.sock" --send "$slow_bytes" --timeout $((SOAK_SLOW_SECONDS * 4)) \
+	>"$D/up.client" 2>&1 &
+cli=$!
+: >"$D/up.samples"
+sample_until "$cli" "$D/up.samples"
+wait "$cli"
+crc=$?
+wait "$srv"
+rc=$((crc + $?))
+slow_report soak-slow-reader-vsock "$slab0" "$D/up.samples" "$rc" \
+	"unix->vsock $slow_bytes B into a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/up.server" | head -n1)"
+
+# vsock -> unix: the host side sends fast, the unix client reads slowly.
+vsm-peer server vsock:any:7000 --source "$slow_bytes" --count 1 \
+	--ready-file "$D/down.ready" >"$D/down.server" 2>&1 &
+srv=$!
+wait_for_file "$D/down.ready" 10
+slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+vsm-peer client "unix:$D/soak.sock" --send 0 --expect "$slow_bytes" --slow 10000 \
+	--read-size 16384 --timeout $((SOAK_SLOW_SECONDS * 4)) >"$D/down.client" 2>&1 &
+cli=$!
+: >"$D/down.samples"
+sample_until "$cli" "$D/down.samples"
+wait "$cli"
+crc=$?
+wait "$srv"
+rc=$((crc + $?))
+slow_report soak-slow-reader-unix "$slab0" "$D/down.samples" "$rc" \
+	"vsock->unix $slow_bytes B to a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/down.client" | head -n1)"
+
 kill "$daemon"
 wait "$daemon"
