@@ -38,7 +38,7 @@ struct address {
 	int backlog; /* backlog=N; 0 = default */
 	/* max-children=N (max-connections=N): live connections at most; 0 = no limit */
 	unsigned int max_children;
-	bool fork;   /* fork: every connection (a config file's sections always do) */
+	bool fork; /* fork: every connection (a config file's sections always do) */
 };
 
 /*
@@ -87,8 +87,7 @@ int address_parse_seconds(const char *name, const char *text, bool allow_zero, u
  * up with getpwnam_r()/getgrnam_r(). (uid_t)-1 is refused: chown() reads it as "unchanged".
  * Returns 0 and *id, or -EINVAL (-ENOMEM) with the reason in err.
  */
-int address_parse_owner(const char *what, const char *text, uint32_t *id, char *err,
-			size_t errlen);
+int address_parse_owner(const char *what, const char *text, uint32_t *id, char *err, size_t errlen);
 
 /*
  * The entry of names closest to word (case-insensitive, edit distance <= 2), for

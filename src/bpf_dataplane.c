@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf_dataplane.h"
+#include "fd_spare.h"
 #include "log.h"
 #include "util.h"
 #include "vsockmap.skel.h"
@@ -42,6 +43,7 @@ struct dataplane {
 	bool no_batch;			  /* the kernel refused a batch op on counters */
 	uint32_t *free_slots;		  /* stack of unused slots */
 	uint32_t n_free;
+	uint32_t slot_limit; /* max-redirects=; 0: VSOCKMAP_MAX_REDIRECTS */
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;
 	uint64_t queues_usec;	 /* event-loop tick of that pass */
@@ -286,12 +288,23 @@ static int zero_counters(struct dataplane *dp, uint32_t s)
 	return 0;
 }
 
+void dataplane_set_slot_limit(struct dataplane *dp, uint32_t limit)
+{
+	dp->slot_limit = limit < VSOCKMAP_MAX_REDIRECTS ? limit : 0;
+}
+
+bool dataplane_slots_full(const struct dataplane *dp)
+{
+	return !dp->n_free ||
+	       (dp->slot_limit && VSOCKMAP_MAX_REDIRECTS - dp->n_free >= dp->slot_limit);
+}
+
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 {
 	uint32_t s, dir, idx;
 	int err;
 
-	if (!dp->n_free)
+	if (dataplane_slots_full(dp))
 		return -ENOSPC;
 	s = dp->free_slots[--dp->n_free];
 	err = map_gates(dp, s);
@@ -494,6 +507,7 @@ static int queue_info_cmp(const void *a, const void *b)
 static int refresh_queues(struct dataplane *dp)
 {
 	struct vsockmap_queue_info info, *grown;
+	bool spare_taken = false;
 	int iter_fd, err = 0;
 	ssize_t n = 0;
 
@@ -511,6 +525,16 @@ static int refresh_queues(struct dataplane *dp)
 	}
 	dp->queues_pass = 0;
 	iter_fd = bpf_iter_create(bpf_link__fd(dp->iter_link));
+	/* Out of descriptors: the pass is what lets closing redirects give theirs back. */
+	if (iter_fd < 0 && errno == EMFILE && fd_spare_release()) {
+		iter_fd = bpf_iter_create(bpf_link__fd(dp->iter_link));
+		if (iter_fd < 0) {
+			err = -errno;
+			fd_spare_restore();
+			return err;
+		}
+		spare_taken = true;
+	}
 	if (iter_fd < 0)
 		return -errno;
 	dp->passes++;
@@ -536,6 +560,8 @@ static int refresh_queues(struct dataplane *dp)
 	if (n < 0)
 		err = -errno;
 	close(iter_fd);
+	if (spare_taken)
+		fd_spare_restore();
 	qsort(dp->queues, dp->n_queues, sizeof(*dp->queues), queue_info_cmp);
 	dp->queues_usec = dp->pass_tick_usec;
 	dp->queues_pass = err ? 0 : dp->passes;

@@ -35,6 +35,14 @@ int dataplane_for_each_map(struct dataplane *dp,
 void dataplane_close(struct dataplane *dp);
 const struct dataplane_features *dataplane_features(const struct dataplane *dp);
 
+/*
+ * Slots in use at most (max-redirects=); 0 or VSOCKMAP_MAX_REDIRECTS: as many as the maps
+ * hold. Slots already taken stay.
+ */
+void dataplane_set_slot_limit(struct dataplane *dp, uint32_t limit);
+/* No slot left: a new connection would be refused. */
+bool dataplane_slots_full(const struct dataplane *dp);
+/* A free slot, or -ENOSPC at the limit: the sockhashes are sized so that they never fill. */
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot);
 void dataplane_slot_free(struct dataplane *dp, uint32_t slot);
 /* Take slot out of the free ones: a redirect taken back from a previous instance uses it. */

@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "util.h"
+#include "vsockmap.h"
 
 #define DAEMON_SECTION	   "daemon"
 #define DEFAULT_CONNECT_MS 5000
@@ -46,11 +47,13 @@ enum daemon_key {
 	KEY_CONNECT_TIMEOUT,
 	KEY_SNDBUF,
 	KEY_DRAIN_TIMEOUT,
-	KEY_LOG_LEVEL
+	KEY_LOG_LEVEL,
+	KEY_IDLE_TIMEOUT,
+	KEY_MAX_REDIRECTS,
 };
 static const char *const daemon_keys[] = {
-    "control", "control-mode",	"control-group", "connect-timeout",
-    "sndbuf",  "drain-timeout", "log-level",
+    "control",	     "control-mode", "control-group", "connect-timeout", "sndbuf",
+    "drain-timeout", "log-level",    "idle-timeout",  "max-redirects",
 };
 
 enum redirect_key { KEY_LISTEN, KEY_CONNECT, KEY_ALLOW_UID, KEY_ALLOW_GID };
@@ -148,7 +151,7 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 		return loader_error(ld, ld->line,
 				    "unknown key \"%s\" (valid keys in [daemon]: control, "
 				    "control-mode, control-group, connect-timeout, sndbuf, "
-				    "drain-timeout, log-level)",
+				    "drain-timeout, log-level, idle-timeout, max-redirects)",
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
@@ -192,6 +195,22 @@ static int parse_size(struct loader *ld, const char *text, unsigned int *bytes)
 	if (v < SNDBUF_MIN || v > SNDBUF_MAX)
 		return loader_error(ld, ld->line, "sndbuf %s is out of range (64K..256M)", text);
 	*bytes = (unsigned int)v;
+	return 0;
+}
+
+/* max-redirects = N: live redirects (and datagram listeners) at most, 1 to 65536. */
+static int parse_max_redirects(struct loader *ld, const char *text)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = isdigit((unsigned char)*text) ? strtoul(text, &end, 10) : 0;
+	if (!v || errno || *end || v > VSOCKMAP_MAX_REDIRECTS)
+		return loader_error(ld, ld->line,
+				    "max-redirects \"%s\" is not a number from 1 to %d", text,
+				    VSOCKMAP_MAX_REDIRECTS);
+	ld->daemon.max_redirects = (unsigned int)v;
 	return 0;
 }
 
@@ -308,6 +327,12 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		r = address_parse_seconds(name, value, true, &ld->daemon.drain_timeout_ms, msg,
 					  sizeof(msg));
 		break;
+	case KEY_MAX_REDIRECTS:
+		return parse_max_redirects(ld, value);
+	case KEY_IDLE_TIMEOUT:
+		r = address_parse_seconds(name, value, true, &ld->daemon.idle_timeout_ms, msg,
+					  sizeof(msg));
+		break;
 	case KEY_SNDBUF:
 		return parse_size(ld, value, &ld->daemon.sndbuf);
 	case KEY_LOG_LEVEL:
@@ -317,8 +342,8 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 }
 
 /* allow-uid = 0 1000 alice / allow-gid = wheel,100: names or numbers, space or comma. */
-static int parse_allow_list(struct loader *ld, const char *name, const char *value,
-			    uint32_t *ids, unsigned int *n)
+static int parse_allow_list(struct loader *ld, const char *name, const char *value, uint32_t *ids,
+			    unsigned int *n)
 {
 	const char *what = !strcmp(name, "allow-uid") ? "user" : "group";
 	char msg[MSG_MAX], word[256];
@@ -430,12 +455,12 @@ static int close_section(struct loader *ld)
 	if (!ld->key_lines[KEY_CONNECT])
 		return loader_error(ld, ld->section_line, "[%s] has no connect= address", rd->name);
 	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids))
-		return loader_error(ld,
-				    ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
-				    "allow-uid and allow-gid need a UNIX-LISTEN address (a datagram "
-				    "has no connected peer to check); limit %s with mode=, user= "
-				    "and group=",
-				    rd->listen.path);
+		return loader_error(
+		    ld, ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
+		    "allow-uid and allow-gid need a UNIX-LISTEN address (a datagram "
+		    "has no connected peer to check); limit %s with mode=, user= "
+		    "and group=",
+		    rd->listen.path);
 	if (rd->connect.kind == ADDRESS_UNIX_CONNECT && !strcmp(rd->connect.path, rd->listen.path))
 		return loader_error(ld, ld->key_lines[KEY_CONNECT],
 				    "connect path %s is this redirect's own listen path",
@@ -621,6 +646,7 @@ void config_daemon_defaults(struct daemon_config *d)
 	d->connect_timeout_ms = DEFAULT_CONNECT_MS;
 	d->sndbuf = DEFAULT_SNDBUF;
 	d->drain_timeout_ms = DEFAULT_DRAIN_MS;
+	d->max_redirects = VSOCKMAP_MAX_REDIRECTS;
 	d->log_level = LOG_INFO;
 }
 
@@ -647,8 +673,7 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen)
 	return r;
 }
 
-int config_load_stream(FILE *file, const char *path, struct config *out, char *err,
-		       size_t errlen)
+int config_load_stream(FILE *file, const char *path, struct config *out, char *err, size_t errlen)
 {
 	struct loader ld = {.path = path, .file = file, .err = err, .errlen = errlen};
 	int r;

@@ -45,6 +45,8 @@ struct daemon_config {
 	unsigned int connect_timeout_ms;	  /* connect-timeout= seconds; default 5 s */
 	unsigned int sndbuf; /* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
 	unsigned int drain_timeout_ms; /* drain-timeout= seconds; default 10 s */
+	unsigned int idle_timeout_ms;  /* idle-timeout= seconds (socat's -T); 0 (default): none */
+	unsigned int max_redirects;    /* max-redirects=; default VSOCKMAP_MAX_REDIRECTS */
 	int log_level;		       /* log-level= err|warning|notice|info|debug */
 };
 
@@ -64,8 +66,7 @@ int config_load(const char *path, struct config *out, char *err, size_t errlen);
  * The same from an open stream; path names it in messages and in out->path. The stream is
  * read to its end (or to the first error) and not closed.
  */
-int config_load_stream(FILE *file, const char *path, struct config *out, char *err,
-		       size_t errlen);
+int config_load_stream(FILE *file, const char *path, struct config *out, char *err, size_t errlen);
 void config_free(struct config *cfg);
 
 /* The [daemon] section's defaults. */

@@ -14,7 +14,9 @@
 #include "control_server.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "fd_spare.h"
 #include "handover.h"
+#include "idle_sweep.h"
 #include "listener.h"
 #include "log.h"
 #include "privileges.h"
@@ -101,6 +103,7 @@ static int load_config(struct daemon *d, const struct daemon_options *opts, char
 	r = config_from_addresses(opts->addresses[0], opts->addresses[1], &d->cfg, err, errlen);
 	if (r)
 		return r;
+	dc->idle_timeout_ms = opts->idle_timeout_ms;
 	dc->log_level += opts->verbosity;
 	if (dc->log_level > LOG_DEBUG)
 		dc->log_level = LOG_DEBUG;
@@ -137,7 +140,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fd_spare_init(); /* without it, running out of descriptors only pauses accepting */
 	d->started_usec = now_usec();
 	err = load_config(d, opts, err_text, sizeof(err_text));
 	if (err) {
@@ -168,6 +171,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
 	if (err)
 		goto out;
+	dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
 	log_datapath(d);
 	err = open_listeners(d);
 	if (err)
@@ -187,7 +191,8 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = service_start(d);
 	if (err)
 		goto out;
-	err = drop_privileges(d);
+	err = idle_sweep_update(d);
+	err = err ?: drop_privileges(d);
 	if (err)
 		goto out;
 	return 0;
@@ -210,6 +215,7 @@ void daemon_stop(struct daemon *d)
 	size_t i;
 
 	service_stop(d);
+	idle_sweep_stop(d);
 	handover_release();
 	if (d->late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
@@ -227,6 +233,6 @@ void daemon_stop(struct daemon *d)
 	dataplane_close(d->dp);
 	d->dp = NULL;
 	d->event = sd_event_unref(d->event);
-	d->spare_fd = safe_close(d->spare_fd);
+	fd_spare_fini();
 	config_free(&d->cfg);
 }

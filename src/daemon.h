@@ -27,7 +27,7 @@ struct daemon {
 	uint64_t started_usec;
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
 	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
-	int spare_fd; /* /dev/null, given up to accept and refuse a connection at EMFILE */
+	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
 };
 
 struct daemon_options {
@@ -35,8 +35,9 @@ struct daemon_options {
 	enum drain_mode drain_mode;
 	/* socat's command line instead of a file: both set (config_from_addresses()) */
 	const char *addresses[2];
-	const char *control_path; /* command line: a control socket after all; NULL: none */
-	int verbosity;		  /* command line: each -d one log level more */
+	const char *control_path;     /* command line: a control socket after all; NULL: none */
+	int verbosity;		      /* command line: each -d one log level more */
+	unsigned int idle_timeout_ms; /* command line: -T SECONDS; 0: none */
 };
 
 /* Load everything; on error nothing is left half-started. */

@@ -9,6 +9,7 @@
 
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "fd_spare.h"
 #include "handover.h"
 #include "listener.h"
 #include "log.h"
@@ -56,21 +57,21 @@ static bool accept_failed(struct listener *l, int err)
 {
 	struct daemon *d = l->d;
 	char listen[160];
+	bool restored;
 	int fd;
 
 	address_format(&l->rc->listen, listen, sizeof(listen));
-	if ((err == EMFILE || err == ENFILE) && d->spare_fd >= 0) {
-		d->spare_fd = safe_close(d->spare_fd);
+	if ((err == EMFILE || err == ENFILE) && fd_spare_release()) {
 		fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd >= 0) {
 			safe_close(fd);
 			l->refused++;
 		}
-		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		restored = fd_spare_restore();
 		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
 				 err, "[%s] refused a connection on %s: no file descriptor left",
 				 l->rc->name, l->rc->listen.path);
-		if (fd >= 0 && d->spare_fd >= 0)
+		if (fd >= 0 && restored)
 			return true;
 	} else {
 		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
@@ -108,6 +109,21 @@ static bool peer_admitted(struct listener *l, int cfd)
 	return false;
 }
 
+/* max-redirects: at the daemon-wide limit a client is closed before any target is dialled. */
+static bool slot_left(struct listener *l)
+{
+	char listen[160];
+
+	if (!dataplane_slots_full(l->d->dp))
+		return true;
+	l->refused++;
+	address_format(&l->rc->listen, listen, sizeof(listen));
+	log_fields(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
+		   "[%s] refused a connection on %s: %u redirects live, the max-redirects limit",
+		   l->rc->name, l->rc->listen.path, l->d->cfg.daemon.max_redirects);
+	return false;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct listener *l = userdata;
@@ -134,7 +150,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 				continue;
 			return 0;
 		}
-		if (!peer_admitted(l, cfd)) {
+		if (!peer_admitted(l, cfd) || !slot_left(l)) {
 			safe_close(cfd);
 			continue;
 		}

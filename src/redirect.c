@@ -89,6 +89,9 @@ struct redirect {
 	bool connecting;
 	bool close_after_drain;
 	bool stop_reading_target; /* closing on request: deliver what is queued, then stop */
+	bool idle_closing;	  /* closed by the idle timeout */
+	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
+	uint64_t idle_since_usec; /* when idle_bytes last changed */
 	bool settling;	   /* restart: read no more from the target, so that nothing is in flight */
 	bool handed_over;  /* in systemd's fd store: its map entries are the next instance's */
 	sd_event_source *timer;
@@ -505,6 +508,8 @@ static int on_connected(struct redirect *r, bool check_error)
 	if (err)
 		return redirect_fail(r, err, "connect");
 	err = link_pair(r);
+	if (err == -ENOSPC)
+		return redirect_fail(r, err, "no slot left (max-redirects) for the redirect to");
 	if (err)
 		return redirect_fail(r, err, "adding the pair to the sockhash for");
 	r->dir[CLIENT].state = DIR_SYNC;
@@ -1246,6 +1251,29 @@ static int redirect_step(struct redirect *r)
 }
 
 /* ---- close on request ---- */
+
+bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec)
+{
+	struct redirect_info info;
+	uint64_t moved;
+
+	if (r->connecting || r->close_after_drain || r->idle_closing)
+		return false;
+	redirect_get_info(r, &info, false);
+	moved = info.bytes[CLIENT] + info.bytes[TARGET];
+	if (moved != r->idle_bytes || !r->idle_since_usec) {
+		r->idle_bytes = moved;
+		r->idle_since_usec = now;
+		return false;
+	}
+	if (now - r->idle_since_usec < timeout_usec)
+		return false;
+	r->idle_closing = true;
+	log_notice("[%s] redirect %" PRIu64 ": no byte either way for %" PRIu64 " ms (idle-timeout)",
+		 r->l->rc->name, r->id, (now - r->idle_since_usec) / USEC_PER_MSEC);
+	redirect_request_close(r);
+	return true;
+}
 
 void redirect_request_close(struct redirect *r)
 {

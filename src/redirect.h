@@ -47,6 +47,13 @@ void redirect_free(struct redirect *r);
  */
 void redirect_request_close(struct redirect *r);
 
+/*
+ * The idle timeout: when no byte has moved either way since timeout_usec before now (as
+ * seen by these calls), close r as redirect_request_close() does. Returns true if it did;
+ * r may be freed then.
+ */
+bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec);
+
 struct redirect *redirect_find(struct daemon *d, uint64_t id);
 struct redirect *redirect_next(struct redirect *r);
 /* with_queues also asks the queue iterator for kernel queue lengths: one BPF iteration. */

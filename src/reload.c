@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "idle_sweep.h"
 #include "listener.h"
 #include "log.h"
 #include "reload.h"
@@ -117,6 +118,8 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	config_free(&d->cfg); /* every listener has its own copy of its section */
 	d->cfg = cfg;
 	log_set_level(d->cfg.daemon.log_level);
+	idle_sweep_update(d); /* logs its own failure; the old timer, if any, keeps going */
+	dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
 	for (i = 0; i < d->cfg.n_redirects; i++) {
 		if (next[i]) {
 			/* The limit and who may connect change in place: no socket is re-made. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
 #include "control_proto.h"
 #include "daemon.h"
 #include "log.h"
@@ -13,7 +14,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed]\n"
-		   "       vsockmapd [-d]... [--control PATH] ADDRESS1 ADDRESS2\n"
+		   "       vsockmapd [-d]... [-T SECONDS] [--control PATH] ADDRESS1 ADDRESS2\n"
 		   "\n"
 		   "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
 		   "      --drain MODE    how to tell that a redirect's kernel backlog is empty:\n"
@@ -28,6 +29,8 @@ static void usage(FILE *f)
 		   "  vsockmapd VSOCK-CONNECT:2:1234 UNIX-RECV:/run/log.sock\n"
 		   "Without fork, one connection is served and vsockmapd exits, as socat does.\n"
 		   "  -d                  log more: notice, then info, then debug\n"
+		   "  -T SECONDS          close a redirect that moved no byte either way for that\n"
+		   "                      long (socat's idle timeout)\n"
 		   "  -b SIZE             accepted for socat's sake; the kernel path has no buffer\n"
 		   "      --control PATH  a control socket for vsockmapctl (default: none)\n");
 }
@@ -55,8 +58,6 @@ static const char *socat_option_refusal(int c)
 	case 'u':
 	case 'U':
 		return "makes the redirect one-way; vsockmapd always carries both directions";
-	case 'T':
-		return "an idle timeout is not supported yet";
 	case 't':
 		return "the half-close timeout is not supported: vsockmapd passes a half-close on "
 		       "and waits for the other side";
@@ -106,6 +107,16 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			break; /* socat's buffer size: the kernel moves the data, no buffer to size */
+		case 'T': {
+			char msg[256];
+
+			if (address_parse_seconds("-T", optarg, false, &opts.idle_timeout_ms, msg,
+						  sizeof(msg))) {
+				log_err("%s", msg);
+				return 1;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -148,9 +159,9 @@ int main(int argc, char **argv)
 			argc - optind, argv[optind + 2]);
 		return 1;
 	}
-	if (!opts.addresses[0] && (opts.verbosity || opts.control_path)) {
-		log_err("-d and --control go with two addresses; a configuration file sets "
-			"log-level= and control= itself");
+	if (!opts.addresses[0] && (opts.verbosity || opts.control_path || opts.idle_timeout_ms)) {
+		log_err("-d, -T and --control go with two addresses; a configuration file sets "
+			"log-level=, idle-timeout= and control= itself");
 		return 1;
 	}
 	err = daemon_start(&d, &opts);

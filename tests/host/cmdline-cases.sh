@@ -75,7 +75,9 @@ cmdline_bad() {
 	expect_bad_cmdline two-listeners 'one address must listen' "$L" "UNIX-LISTEN:/tmp/x.sock"
 	expect_bad_cmdline two-targets 'one address must listen' "$C" VSOCK-CONNECT:2:1
 	expect_bad_cmdline socat-v 'option -v is socat.s.*dumps the transferred data' -v "$L" "$C"
-	expect_bad_cmdline socat-T 'option -T is socat.s.*idle timeout' -T 10 "$L" "$C"
+	expect_bad_cmdline T-not-seconds '-T "soon" is not a number of seconds' -T soon "$L" "$C"
+	expect_bad_cmdline T-zero '-T 0 must be greater than 0' -T 0 "$L" "$C"
+	expect_bad_cmdline T-with-config '-d, -T and --control go with two addresses' -T 5 -c /dev/null
 	expect_bad_cmdline unknown-flag 'unknown option -Z' -Z "$L" "$C"
 	expect_bad_cmdline config-and-addresses '-c and two addresses' -c /dev/null "$L" "$C"
 	if [[ -e $E2E_DIR/bad.sock ]]; then
@@ -83,8 +85,57 @@ cmdline_bad() {
 	fi
 }
 
+# -T (socat's idle timeout): a redirect that moves no byte for that long is closed, its
+# client sees EOF; one that keeps moving bytes stays.
+cmdline_idle_timeout() {
+	local dir=$E2E_DIR/cmd-idle relay srv out
+	mkdir -p "$dir"
+	vsm-peer server "unix:$dir/srv.sock" --echo --ready-file "$dir/srv.ready" --timeout 30 \
+		>"$dir/server" 2>&1 &
+	srv=$!
+	wait_for_file "$dir/srv.ready" 10
+	vsockmapd -d -T 1 "UNIX-LISTEN:$dir/in.sock,fork" "UNIX-CONNECT:$dir/srv.sock" \
+		2>"$dir/relay.log" &
+	relay=$!
+	wait_for_file "$dir/in.sock" 10
+	out=$(python3 - "$dir/in.sock" <<'PY'
+import socket, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(b"x")
+    assert s.recv(1) == b"x"
+    return s
+idle, busy = conn(), conn()
+t0 = time.monotonic()
+# busy echoes a byte every 300 ms for 3 s; idle says nothing.
+while time.monotonic() - t0 < 3:
+    busy.sendall(b"y")
+    assert busy.recv(1) == b"y"
+    time.sleep(0.3)
+idle.settimeout(0)
+try:
+    r = idle.recv(1)
+    print("idle", "eof" if r == b"" else "data")
+except BlockingIOError:
+    print("idle open")
+busy.sendall(b"z")
+busy.settimeout(2)
+print("busy", "alive" if busy.recv(1) == b"z" else "closed")
+PY
+)
+	kill -TERM "$relay" "$srv" 2>/dev/null
+	wait "$relay" "$srv" 2>/dev/null
+	if [[ $out == $'idle eof\nbusy alive' ]] && grep -q 'no byte either way for [0-9]* ms (idle-timeout)' "$dir/relay.log"; then
+		vmtest_pass cmdline-idle-timeout "-T 1: the idle redirect closed ($(grep -o 'no byte either way for [0-9]* ms' "$dir/relay.log" | head -n1)), the busy one stayed for 3 s"
+	else
+		vmtest_fail cmdline-idle-timeout "$(tr '\n' ' ' <<<"$out") | $(tail -n 3 "$dir/relay.log" | tr '\n' ' ')"
+	fi
+}
+
 cmdline_cases() {
 	cmdline_compat # tests/e2e/cmdline-scenarios.sh
 	cmdline_fork
 	cmdline_bad
+	cmdline_idle_timeout
 }

@@ -70,7 +70,11 @@ struct end {
 	struct stream tx, rx;
 	uint64_t sent, recvd; /* payload bytes, header excluded */
 	uint64_t mismatch;    /* offset of the first wrong byte, UINT64_MAX if none */
-	bool shut, eof, done, failed_io;
+	bool shut, eof, done;
+	bool failed_io;	   /* a read or a write failed */
+	bool write_failed; /* writing failed: stop writing, go on reading to EOF */
+	uint64_t data_ns;  /* the last byte received */
+	uint64_t end_ns;   /* EOF or a read error */
 	uint8_t hdr[HEADER_LEN];
 	unsigned int hdr_len; /* client: header bytes sent */
 };
@@ -92,8 +96,13 @@ static struct {
 	unsigned int count, live;
 	uint64_t max_size, seed;
 	unsigned int timeout_s, end_bound_ms, stall_s;
-} opt = {.count = 10000, .live = 500, .max_size = 8 << 20, .seed = 1, .timeout_s = 1800,
-	 .end_bound_ms = 3000, .stall_s = 60};
+} opt = {.count = 10000,
+	 .live = 500,
+	 .max_size = 8 << 20,
+	 .seed = 1,
+	 .timeout_s = 1800,
+	 .end_bound_ms = 3000,
+	 .stall_s = 60};
 
 static struct conn *conns;
 static int ep, listen_fd;
@@ -182,10 +191,10 @@ static bool end_read(struct conn *k, struct end *e, uint64_t limit)
 		}
 		if (n <= 0) {
 			e->eof = true;
-			k->last_ns = now_ns();
+			e->end_ns = k->last_ns = now_ns();
 			return false;
 		}
-		k->last_ns = now_ns();
+		e->data_ns = k->last_ns = now_ns();
 		stream_fill(&e->rx, want, (size_t)n);
 		if (e->mismatch == UINT64_MAX && memcmp(buf, want, (size_t)n))
 			for (i = 0; i < (size_t)n; i++)
@@ -218,7 +227,7 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 		if (n < 0) {
 			e->tx = save;
 			if (errno != EAGAIN && errno != EINTR)
-				e->failed_io = true;
+				e->failed_io = e->write_failed = true;
 			return;
 		}
 		if ((size_t)n < chunk) {
@@ -230,10 +239,17 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 	}
 }
 
-/* From the kill (reaped) or the reset to the other end's last event, its EOF or error. */
+/*
+ * How long the other end took to see the end after the kill (reaped) or the reset: from the
+ * later of that and its last byte (bytes sent before the end are delivered first, as fast
+ * as the reader takes them) to its EOF or error.
+ */
 static uint64_t end_delay_ms(const struct conn *k)
 {
-	return k->cut_ns && k->last_ns > k->cut_ns ? (k->last_ns - k->cut_ns) / NSEC_PER_MS : 0;
+	const struct end *e = k->mode == CLIENT_KILL ? &k->s : &k->c;
+	uint64_t from = k->cut_ns > e->data_ns ? k->cut_ns : e->data_ns;
+
+	return from && e->end_ns > from ? (e->end_ns - from) / NSEC_PER_MS : 0;
 }
 
 static void finish(struct conn *k, unsigned int *live)
@@ -289,7 +305,8 @@ static void rearm(struct conn *k, struct end *e, bool is_server)
 		may_send = (k->mode != HALF_SERVER || e->eof) && e->hdr_len == HEADER_LEN;
 	if (!e->eof)
 		events |= EPOLLIN | EPOLLRDHUP;
-	if ((may_send && e->sent < len && !e->failed_io) || (!is_server && e->hdr_len < HEADER_LEN))
+	if ((may_send && e->sent < len && !e->write_failed) ||
+	    (!is_server && e->hdr_len < HEADER_LEN))
 		events |= EPOLLOUT;
 	watch(e->fd, tag, events);
 }
@@ -317,9 +334,9 @@ static void client_step(struct conn *k)
 	if (!c->eof)
 		end_read(k, c, k->down_len);
 	send_now = k->mode != HALF_SERVER || c->eof;
-	if (send_now && !c->failed_io)
+	if (send_now && !c->write_failed)
 		end_write(k, c, k->up_len);
-	if (k->mode == SERVER_RESET && (c->eof || c->failed_io)) {
+	if (k->mode == SERVER_RESET && c->eof) {
 		close_end(c);
 		return;
 	}
@@ -333,14 +350,15 @@ static void client_step(struct conn *k)
 			close_end(c);
 		break;
 	case HALF_SERVER:
-		if (c->eof && c->sent == k->up_len)
+		if (c->eof && (c->sent == k->up_len || c->write_failed))
 			close_end(c);
 		break;
 	default:
-		if (c->eof && (c->sent == k->up_len || c->failed_io))
+		if (c->eof && (c->sent == k->up_len || c->write_failed))
 			close_end(c);
 	}
-	if (c->failed_io && !c->done && k->mode != SERVER_RESET)
+	/* A read error ends the connection; after a write error the bytes queued are read. */
+	if (c->eof && c->failed_io && !c->done)
 		close_end(c);
 	rearm(k, c, false);
 }
@@ -365,7 +383,7 @@ static void server_step(struct conn *k)
 		close_end(s);
 		return;
 	}
-	if ((k->mode != HALF_CLIENT || s->eof) && !s->failed_io)
+	if ((k->mode != HALF_CLIENT || s->eof) && !s->write_failed)
 		end_write(k, s, k->down_len);
 	if (k->mode == HALF_SERVER && s->sent == k->down_len && !s->shut) {
 		shutdown(s->fd, SHUT_WR);
@@ -381,10 +399,10 @@ static void server_step(struct conn *k)
 			close_end(s);
 		break;
 	default:
-		if (s->eof && s->sent == k->down_len)
+		if (s->eof && (s->sent == k->down_len || s->write_failed))
 			close_end(s);
 	}
-	if (s->failed_io && !s->done)
+	if (s->eof && s->failed_io && !s->done)
 		close_end(s);
 	rearm(k, s, true);
 }
@@ -543,7 +561,8 @@ static int open_listener(const char *addr)
 	int fd;
 
 	if (!strncmp(addr, "vsock:", 6)) {
-		struct sockaddr_vm svm = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
+		struct sockaddr_vm svm = {.svm_family = AF_VSOCK,
+					  .svm_cid = VMADDR_CID_ANY,
 					  .svm_port = (unsigned int)strtoul(addr + 6, NULL, 10)};
 
 		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -596,28 +615,54 @@ static void usage(int rc)
 static void parse_args(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	    {"connect", required_argument, NULL, 'c'},	{"listen", required_argument, NULL, 'l'},
-	    {"count", required_argument, NULL, 'n'},	{"live", required_argument, NULL, 'L'},
-	    {"max-size", required_argument, NULL, 'm'}, {"seed", required_argument, NULL, 's'},
+	    {"connect", required_argument, NULL, 'c'},
+	    {"listen", required_argument, NULL, 'l'},
+	    {"count", required_argument, NULL, 'n'},
+	    {"live", required_argument, NULL, 'L'},
+	    {"max-size", required_argument, NULL, 'm'},
+	    {"seed", required_argument, NULL, 's'},
 	    {"end-bound-ms", required_argument, NULL, 'e'},
-	    {"stall", required_argument, NULL, 'S'},	{"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},		{},
+	    {"stall", required_argument, NULL, 'S'},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {},
 	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'c': opt.connect = optarg; break;
-		case 'l': opt.listen = optarg; break;
-		case 'n': opt.count = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'L': opt.live = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'm': opt.max_size = strtoull(optarg, NULL, 0); break;
-		case 's': opt.seed = strtoull(optarg, NULL, 0); break;
-		case 'e': opt.end_bound_ms = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'S': opt.stall_s = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 't': opt.timeout_s = (unsigned int)strtoul(optarg, NULL, 0); break;
-		case 'h': usage(0); break;
-		default: usage(2);
+		case 'c':
+			opt.connect = optarg;
+			break;
+		case 'l':
+			opt.listen = optarg;
+			break;
+		case 'n':
+			opt.count = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'L':
+			opt.live = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'm':
+			opt.max_size = strtoull(optarg, NULL, 0);
+			break;
+		case 's':
+			opt.seed = strtoull(optarg, NULL, 0);
+			break;
+		case 'e':
+			opt.end_bound_ms = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'S':
+			opt.stall_s = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			opt.timeout_s = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'h':
+			usage(0);
+			break;
+		default:
+			usage(2);
 		}
 	}
 	if (!opt.connect || !opt.listen || strncmp(opt.connect, "unix:", 5) || !opt.count ||
@@ -634,7 +679,8 @@ int main(int argc, char **argv)
 	struct rlimit rl = {.rlim_cur = 65536, .rlim_max = 65536};
 	struct epoll_event evs[256];
 	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
-	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0, reset_ms = 0;
+	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
+			       reset_ms = 0;
 	unsigned int mismatched = 0;
 	int n, j;
 
@@ -721,8 +767,9 @@ int main(int argc, char **argv)
 		up += k->s.recvd;
 		down += k->c.recvd;
 		if (k->mode <= HALF_SERVER) {
-			lost += (k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len)) +
-				(k->down_len - (k->c.recvd < k->down_len ? k->c.recvd : k->down_len));
+			lost +=
+			    (k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len)) +
+			    (k->down_len - (k->c.recvd < k->down_len ? k->c.recvd : k->down_len));
 		} else if (k->mode == CLIENT_KILL && k->s.recvd < k->cut) {
 			lost += k->cut - k->s.recvd;
 		}
@@ -742,8 +789,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < N_MODES; i++)
 		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
-	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64
-	       " reset_end_ms_max=%" PRIu64 " secs=%.1f\n",
+	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
+	       " secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
 	       reset_ms, (double)(now_ns() - t0) / 1e9);
 	return n_ok == opt.count ? 0 : 1;

@@ -230,7 +230,7 @@ static void test_unknown_keys(void **state)
 	load_bad(
 	    ECHO "[daemon]\nlisten = UNIX-LISTEN:/x\n", 5,
 	    "unknown key \"listen\" (valid keys in [daemon]: control, control-mode, control-group, "
-	    "connect-timeout, sndbuf, drain-timeout, log-level)");
+	    "connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, max-redirects)");
 }
 
 static void test_key_outside_section(void **state)
@@ -481,6 +481,24 @@ static void test_config_free(void **state)
 }
 
 /* socat's command line: either order, fork, and the pairs it refuses. */
+static void test_idle_timeout(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	load_ok(ECHO, &cfg);
+	assert_int_equal(cfg.daemon.idle_timeout_ms, 0);
+	config_free(&cfg);
+	load_ok("[daemon]\nidle-timeout = 2.5\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.idle_timeout_ms, 2500);
+	config_free(&cfg);
+	load_ok("[daemon]\nidle-timeout = 0\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.idle_timeout_ms, 0);
+	config_free(&cfg);
+	load_bad("[daemon]\nidle-timeout = soon\n" ECHO, 2, "idle-timeout");
+	load_bad("[daemon]\nidle-timeout = 3601\n" ECHO, 2, "idle-timeout");
+}
+
 static void test_allow_lists(void **state)
 {
 	struct config cfg;
@@ -585,6 +603,7 @@ int main(void)
 	    cmocka_unit_test(test_syntax_errors),	cmocka_unit_test(test_io_errors),
 	    cmocka_unit_test(test_unreadable),		cmocka_unit_test(test_config_free),
 	    cmocka_unit_test(test_from_addresses),	cmocka_unit_test(test_allow_lists),
+	    cmocka_unit_test(test_idle_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -368,10 +368,12 @@ static const char listeners_response[] =
     "{\"ok\":true,\"listeners\":["
     "{\"name\":\"echo\",\"listen\":\"UNIX-LISTEN:/run/vsockmap/echo.sock\",\"type\":\"stream\","
     "\"path\":\"/run/vsockmap/echo.sock\",\"mode\":\"0660\",\"uid\":0,\"gid\":4000000,"
-    "\"accepted\":12,\"refused\":0,\"failed\":1,\"live\":2,\"limit\":null,\"allow_uid\":[0,1000],\"allow_gid\":null},"
+    "\"accepted\":12,\"refused\":0,\"failed\":1,\"live\":2,\"limit\":null,\"allow_uid\":[0,1000],"
+    "\"allow_gid\":null},"
     "{\"name\":\"logs\",\"listen\":\"UNIX-RECV:/run/vsockmap/logs.sock\",\"type\":\"dgram\","
     "\"path\":\"/run/vsockmap/logs.sock\",\"mode\":null,\"uid\":null,\"gid\":null,"
-    "\"accepted\":null,\"refused\":null,\"failed\":null,\"live\":1,\"limit\":null,\"allow_uid\":null,\"allow_gid\":null}]}";
+    "\"accepted\":null,\"refused\":null,\"failed\":null,\"live\":1,\"limit\":null,\"allow_uid\":"
+    "null,\"allow_gid\":null}]}";
 
 static const char stats_response[] =
     "{\"ok\":true,\"stats\":{\"uptime_ms\":3723456,\"accepted\":12,\"refused\":0,\"failed\":1,"

@@ -44,7 +44,10 @@ vsm-soak --connect "unix:$D/soak.sock" --listen vsock:7000 --count "$SOAK_COUNT"
 	--live "$SOAK_LIVE" --max-size "$SOAK_MAX_SIZE" --seed "$SOAK_SEED" \
 	--end-bound-ms 3000 >"$D/soak.out" 2>&1
 rc=$?
-grep -v '^mode ' "$D/soak.out" | tail -n 20 | while read -r line; do vmtest_log "  $line"; done
+n_failed=$(grep -c '^conn ' "$D/soak.out")
+[ "$n_failed" -gt 100 ] && vmtest_log "  (the first 100 of $n_failed failed connections)"
+grep '^conn ' "$D/soak.out" | head -n 100 | while read -r line; do vmtest_log "  $line"; done
+grep -v '^conn \|^mode \|^soak ' "$D/soak.out" | tail -n 5 | while read -r line; do vmtest_log "  $line"; done
 grep '^mode ' "$D/soak.out" | while read -r line; do vmtest_log "  $line"; done
 summary=$(grep '^soak ' "$D/soak.out")
 if [ $rc -eq 0 ] && [ -n "$summary" ]; then
@@ -86,7 +89,11 @@ sample_until() {
 	while kill -0 "$1" 2>/dev/null; do
 		_slab=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 		_socks=$(awk '/^sockets:/ {print $3}' /proc/net/sockstat)
-		_q=$(vsockmapctl -s "$D/control.sock" --json list 2>/dev/null |
+		# list leaves the kernel queues out (an iterator pass each); show has them.
+		_id=$(vsockmapctl -s "$D/control.sock" --json list 2>/dev/null |
+			sed -n 's/^\[{"id":\([0-9]*\).*/\1/p')
+		_q=
+		[ -n "$_id" ] && _q=$(vsockmapctl -s "$D/control.sock" --json show "$_id" 2>/dev/null |
 			sed -n 's/.*"target_backlog_skbs":\([0-9null]*\).*"client_rcvq_bytes":\([0-9null]*\).*/\1 \2/p')
 		echo "$_slab $_socks ${_q:-- -}" >>"$2"
 		sleep 1
@@ -121,6 +128,7 @@ wait "$cli"
 crc=$?
 wait "$srv"
 rc=$((crc + $?))
+tail -n 2 "$D/up.client" "$D/up.server" | while read -r line; do vmtest_log "  $line"; done
 slow_report soak-slow-reader-vsock "$slab0" "$D/up.samples" "$rc" \
 	"unix->vsock $slow_bytes B into a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/up.server" | head -n1)"
 
@@ -139,6 +147,7 @@ wait "$cli"
 crc=$?
 wait "$srv"
 rc=$((crc + $?))
+tail -n 2 "$D/down.client" "$D/down.server" | while read -r line; do vmtest_log "  $line"; done
 slow_report soak-slow-reader-unix "$slab0" "$D/down.samples" "$rc" \
 	"vsock->unix $slow_bytes B to a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/down.client" | head -n1)"
 
