@@ -405,7 +405,13 @@ static int update_io(struct redirect *r)
 			if (dir_pending(in))
 				ev |= EPOLLOUT;
 		}
-		if (r->ep[i].hup || (r->connecting && !ev)) {
+		/*
+		 * An endpoint a write failed on (hup) is dropped, unless the kernel still carries
+		 * the way from it: a killed client's EPIPE can come before its HUP is seen, and
+		 * only that HUP starts the drain that passes its end on to the target.
+		 */
+		if ((r->ep[i].hup && out->state != DIR_OPEN && out->state != DIR_SWEEP) ||
+		    (r->connecting && !ev)) {
 			if (r->ep[i].watched)
 				epoll_ctl(events.epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);
 			r->ep[i].watched = false;

@@ -291,6 +291,53 @@ PY
 	rm -rf "$dir"
 }
 
+# A target that accepts and then stalls (never reads, never writes): with idle-timeout=1
+# the client's connection ends within 1.25 s of its last byte instead of hanging.
+access_stalled_target() {
+	local dir srv pid out
+	dir=$(mktemp -d /tmp/vsockmap-stall.XXXXXX)
+	printf '[daemon]\ncontrol = %s/ctl.sock\nidle-timeout = 1\nlog-level = notice\n[s]\nlisten = UNIX-LISTEN:%s/s.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+		"$dir" "$dir" "$dir" >"$dir/c.conf"
+	"$PYTHON" - "$dir/srv.sock" <<'PY' &
+import socket, sys, time
+l = socket.socket(socket.AF_UNIX)
+l.bind(sys.argv[1])
+l.listen()
+held = [l.accept()[0]]   # accept, then nothing
+time.sleep(30)
+PY
+	srv=$!
+	wait_for_socket "$dir/srv.sock" 10
+	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
+	pid=$!
+	wait_for_socket "$dir/ctl.sock" 10
+	out=$("$PYTHON" - "$dir/s.sock" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"hello")
+t0 = time.monotonic()
+s.settimeout(10)
+try:
+    r = "eof" if s.recv(1) == b"" else "data"
+except socket.timeout:
+    r = "timeout"
+except ConnectionResetError:
+    r = "reset"
+print(r, round((time.monotonic() - t0) * 1000))
+PY
+)
+	if [[ $out =~ ^(eof|reset)\ ([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 900 && BASH_REMATCH[2] <= 2500)) &&
+		grep -q 'no byte either way for [0-9]* ms (idle-timeout)' "$dir/daemon.log"; then
+		vmtest_pass idle-stalled-target "a target that accepted and stalled: the client saw ${BASH_REMATCH[1]} after ${BASH_REMATCH[2]} ms (idle-timeout=1)"
+	else
+		vmtest_fail idle-stalled-target "client: $out; $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ')"
+	fi
+	kill -TERM "$pid" "$srv" 2>/dev/null
+	wait "$pid" "$srv" 2>/dev/null
+	rm -rf "$dir"
+}
+
 host_access_cases() {
 	access_bad_config
 	access_allow_lists
@@ -298,6 +345,7 @@ host_access_cases() {
 	[[ -n ${ACCESS_PID:-} ]] && access_fd_exhaustion
 	access_sigkill
 	access_max_redirects
+	access_stalled_target
 }
 
 # SIGKILL: the clients of a killed daemon see their connections end at once, and a new
