@@ -114,6 +114,13 @@ static int load_config(struct daemon *d, const struct daemon_options *opts, char
 			return -EINVAL;
 		}
 		strcpy(dc->control_path, opts->control_path);
+		/* Both would bind the one path: the second would find the first listening. */
+		if (!strcmp(dc->control_path, d->cfg.redirects[0].listen.path)) {
+			snprintf(err, errlen, "--control %s: the listen address uses that path",
+				 opts->control_path);
+			config_free(&d->cfg);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

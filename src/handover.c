@@ -405,12 +405,13 @@ bool handover_start(struct daemon *d)
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
 	settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
-	d->handing_over = true;
 	r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer, d);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "restart: stopping instead");
 		return false;
 	}
+	/* Only now: a plain stop after a failure above must not act as a handover. */
+	d->handing_over = true;
 	log_info("systemd is restarting the service: handing the sockets over");
 	return true;
 }

@@ -79,6 +79,8 @@ cmdline_bad() {
 	expect_bad_cmdline T-zero '-T 0 must be greater than 0' -T 0 "$L" "$C"
 	expect_bad_cmdline T-with-config '-d, -T and --control go with two addresses' -T 5 -c /dev/null
 	expect_bad_cmdline unknown-flag 'unknown option -Z' -Z "$L" "$C"
+	expect_bad_cmdline control-is-listen-path '--control .*/bad.sock: the listen address uses that path' \
+		--control "$E2E_DIR/bad.sock" "$L" "$C"
 	expect_bad_cmdline config-and-addresses '-c and two addresses' -c /dev/null "$L" "$C"
 	if [[ -e $E2E_DIR/bad.sock ]]; then
 		vmtest_fail cmdline-bad-leftovers "a refused command line left $E2E_DIR/bad.sock"
