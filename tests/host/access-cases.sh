@@ -38,6 +38,41 @@ listener_field() {
 		"$PYTHON" -c 'import json,sys; l=[x for x in json.load(sys.stdin) if x["name"]==sys.argv[1]][0]; print(json.dumps(l[sys.argv[2]]))' "$1" "$2"
 }
 
+# One daemon of its own per case below. mini_config NAME SECTION [DAEMON_LINE]...: a scratch
+# directory (MINI_DIR) with a config of one [SECTION] from SECTION.sock to srv.sock.
+mini_config() {
+	local line
+	MINI_DIR=$(mktemp -d "/tmp/vsockmap-$1.XXXXXX")
+	{
+		printf '[daemon]\ncontrol = %s/ctl.sock\n' "$MINI_DIR"
+		for line in "${@:3}"; do printf '%s\n' "$line"; done
+		printf '[%s]\nlisten = UNIX-LISTEN:%s/%s.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+			"$2" "$MINI_DIR" "$2" "$MINI_DIR"
+	} >"$MINI_DIR/c.conf"
+}
+
+# mini_echo: an echo server on MINI_DIR/srv.sock (MINI_SRV).
+mini_echo() {
+	vsm-peer server "unix:$MINI_DIR/srv.sock" --echo --ready-file "$MINI_DIR/srv.ready" \
+		>"$MINI_DIR/srv.log" 2>&1 &
+	MINI_SRV=$!
+	wait_for_file "$MINI_DIR/srv.ready" 10
+}
+
+# mini_daemon [LOG]: vsockmapd on MINI_DIR/c.conf (MINI_PID), logging to LOG (daemon.log).
+mini_daemon() {
+	vsockmapd -c "$MINI_DIR/c.conf" 2>"$MINI_DIR/${1:-daemon.log}" &
+	MINI_PID=$!
+	wait_for_socket "$MINI_DIR/ctl.sock" 10
+}
+
+# mini_stop: the daemon and the server go, and the directory.
+mini_stop() {
+	kill -TERM "$MINI_PID" "$MINI_SRV" 2>/dev/null
+	wait "$MINI_PID" "$MINI_SRV" 2>/dev/null
+	rm -rf "$MINI_DIR"
+}
+
 access_bad_config() {
 	expect_refusal allow-on-recv 'c.conf:3: allow-uid and allow-gid need a UNIX-LISTEN' \
 		"[a]
@@ -248,16 +283,11 @@ PY
 # max-redirects=2: the daemon's slots (and so its sockhash entries) are bounded; a third
 # client is refused before any target is dialled, and the first two are unaffected.
 access_max_redirects() {
-	local dir srv pid out
-	dir=$(mktemp -d /tmp/vsockmap-cap.XXXXXX)
-	printf '[daemon]\ncontrol = %s/ctl.sock\nmax-redirects = 2\n[c]\nlisten = UNIX-LISTEN:%s/c.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$dir" "$dir" >"$dir/c.conf"
-	vsm-peer server "unix:$dir/srv.sock" --echo --ready-file "$dir/srv.ready" >"$dir/srv.log" 2>&1 &
-	srv=$!
-	wait_for_file "$dir/srv.ready" 10
-	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
-	pid=$!
-	wait_for_socket "$dir/ctl.sock" 10
+	local dir out again
+	mini_config cap c "max-redirects = 2"
+	dir=$MINI_DIR
+	mini_echo
+	mini_daemon
 	out=$("$PYTHON" - "$dir/c.sock" <<'PY'
 import socket, sys
 def conn():
@@ -277,27 +307,23 @@ a.close()
 PY
 )
 	sleep 0.5
-	local again
 	again=$(probe_closed "$dir/c.sock")
 	if [[ $out == "echo echo closed echo echo" && $again == echo ]] &&
 		grep -q 'refused a connection on .*: 2 redirects live, the max-redirects limit' "$dir/daemon.log" &&
-		kill -0 "$pid"; then
+		kill -0 "$MINI_PID"; then
 		vmtest_pass max-redirects "third client refused at max-redirects=2, the first two kept working, a freed slot served again"
 	else
 		vmtest_fail max-redirects "got '$out', then '$again'; $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ')"
 	fi
-	kill -TERM "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	rm -rf "$dir"
+	mini_stop
 }
 
 # A target that accepts and then stalls (never reads, never writes): with idle-timeout=1
 # the client's connection ends within 1.25 s of its last byte instead of hanging.
 access_stalled_target() {
-	local dir srv pid out
-	dir=$(mktemp -d /tmp/vsockmap-stall.XXXXXX)
-	printf '[daemon]\ncontrol = %s/ctl.sock\nidle-timeout = 1\nlog-level = notice\n[s]\nlisten = UNIX-LISTEN:%s/s.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$dir" "$dir" >"$dir/c.conf"
+	local dir out
+	mini_config stall s "idle-timeout = 1" "log-level = notice"
+	dir=$MINI_DIR
 	"$PYTHON" - "$dir/srv.sock" <<'PY' &
 import socket, sys, time
 l = socket.socket(socket.AF_UNIX)
@@ -306,11 +332,9 @@ l.listen()
 held = [l.accept()[0]]   # accept, then nothing
 time.sleep(30)
 PY
-	srv=$!
+	MINI_SRV=$!
 	wait_for_socket "$dir/srv.sock" 10
-	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
-	pid=$!
-	wait_for_socket "$dir/ctl.sock" 10
+	mini_daemon
 	out=$("$PYTHON" - "$dir/s.sock" <<'PY'
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
@@ -333,9 +357,7 @@ PY
 	else
 		vmtest_fail idle-stalled-target "client: $out; $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ')"
 	fi
-	kill -TERM "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	rm -rf "$dir"
+	mini_stop
 }
 
 host_access_cases() {
@@ -351,16 +373,11 @@ host_access_cases() {
 # SIGKILL: the clients of a killed daemon see their connections end at once, and a new
 # daemon starts over the stale socket files without help.
 access_sigkill() {
-	local dir srv pid i
-	dir=$(mktemp -d /tmp/vsockmap-kill.XXXXXX)
-	printf '[daemon]\ncontrol = %s/ctl.sock\n[k]\nlisten = UNIX-LISTEN:%s/k.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$dir" "$dir" >"$dir/c.conf"
-	vsm-peer server "unix:$dir/srv.sock" --echo --ready-file "$dir/srv.ready" >"$dir/srv.log" 2>&1 &
-	srv=$!
-	wait_for_file "$dir/srv.ready" 10
-	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
-	pid=$!
-	wait_for_socket "$dir/ctl.sock" 10
+	local dir i
+	mini_config kill k
+	dir=$MINI_DIR
+	mini_echo
+	mini_daemon
 	# Three live redirects; each prints how its connection ended after the kill.
 	"$PYTHON" - "$dir/k.sock" "$dir/killed" >"$dir/clients.log" 2>&1 <<'PY' &
 import os, socket, sys, time
@@ -387,8 +404,8 @@ for s in held:
 PY
 	local clients=$!
 	wait_for_file "$dir/killed.ready" 10
-	kill -KILL "$pid"
-	wait "$pid" 2>/dev/null
+	kill -KILL "$MINI_PID"
+	wait "$MINI_PID" 2>/dev/null
 	touch "$dir/killed"
 	wait "$clients"
 	if [[ $(grep -cE '^(eof|reset) [0-9]+$' "$dir/clients.log") == 3 ]] &&
@@ -397,8 +414,7 @@ PY
 	else
 		vmtest_fail sigkill-clients-end "$(tr '\n' ' ' <"$dir/clients.log")"
 	fi
-	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon2.log" &
-	pid=$!
+	mini_daemon daemon2.log
 	# The killed daemon's socket files are still there: wait for the new one to answer.
 	for i in $(seq 100); do
 		vsockmapctl -s "$dir/ctl.sock" status >/dev/null 2>&1 && break
@@ -409,7 +425,5 @@ PY
 	else
 		vmtest_fail sigkill-restart "$(tail -n 3 "$dir/daemon2.log")"
 	fi
-	kill -TERM "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	rm -rf "$dir"
+	mini_stop
 }

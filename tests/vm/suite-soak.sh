@@ -118,43 +118,38 @@ slow_report() {
 	fi
 }
 
-# unix -> vsock: the vsock server reads slowly.
-vsm-peer server vsock:any:7000 --sink --slow 10000 --read-size 16384 --count 1 \
-	--timeout $((SOAK_SLOW_SECONDS * 4)) --ready-file "$D/up.ready" >"$D/up.server" 2>&1 &
-srv=$!
-wait_for_file "$D/up.ready" 10
-slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
-vsm-peer client "unix:$D/soak.sock" --send "$slow_bytes" --timeout $((SOAK_SLOW_SECONDS * 4)) \
-	>"$D/up.client" 2>&1 &
-cli=$!
-: >"$D/up.samples"
-sample_until "$cli" "$D/up.samples"
-wait "$cli"
-crc=$?
-wait "$srv"
-rc=$((crc + $?))
-tail -n 2 "$D/up.client" "$D/up.server" | while read -r line; do vmtest_log "  $line"; done
-slow_report soak-slow-reader-vsock "$slab0" "$D/up.samples" "$rc" \
-	"unix->vsock $slow_bytes B into a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/up.server" | head -n1)"
+# slow_run NAME TAG 'SERVER ARGS' 'CLIENT ARGS' CHECKER WHAT: one slow transfer through the
+# daemon with memory sampled, reported by slow_report; CHECKER (server or client) is the
+# side whose verify= result is shown.
+slow_run() {
+	_t=$SOAK_SLOW_SECONDS
+	# shellcheck disable=SC2086
+	vsm-peer server vsock:any:7000 $3 --count 1 --timeout $((_t * 4)) \
+		--ready-file "$D/$2.ready" >"$D/$2.server" 2>&1 &
+	_srv=$!
+	wait_for_file "$D/$2.ready" 10
+	_slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
+	# shellcheck disable=SC2086
+	vsm-peer client "unix:$D/soak.sock" $4 --timeout $((_t * 4)) >"$D/$2.client" 2>&1 &
+	_cli=$!
+	: >"$D/$2.samples"
+	sample_until "$_cli" "$D/$2.samples"
+	wait "$_cli"
+	_crc=$?
+	wait "$_srv"
+	_rc=$((_crc + $?))
+	tail -n 2 "$D/$2.client" "$D/$2.server" | while read -r line; do vmtest_log "  $line"; done
+	slow_report "$1" "$_slab0" "$D/$2.samples" "$_rc" \
+		"$6: $(grep -o 'verify=[a-z@0-9]*' "$D/$2.$5" | head -n1)"
+}
 
+# unix -> vsock: the vsock server reads slowly.
+slow_run soak-slow-reader-vsock up "--sink --slow 10000 --read-size 16384" \
+	"--send $slow_bytes" server "unix->vsock $slow_bytes B into a 1.6 MB/s reader"
 # vsock -> unix: the host side sends fast, the unix client reads slowly.
-vsm-peer server vsock:any:7000 --source "$slow_bytes" --count 1 \
-	--timeout $((SOAK_SLOW_SECONDS * 4)) --ready-file "$D/down.ready" >"$D/down.server" 2>&1 &
-srv=$!
-wait_for_file "$D/down.ready" 10
-slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
-vsm-peer client "unix:$D/soak.sock" --send 0 --expect "$slow_bytes" --slow 10000 \
-	--read-size 16384 --timeout $((SOAK_SLOW_SECONDS * 4)) >"$D/down.client" 2>&1 &
-cli=$!
-: >"$D/down.samples"
-sample_until "$cli" "$D/down.samples"
-wait "$cli"
-crc=$?
-wait "$srv"
-rc=$((crc + $?))
-tail -n 2 "$D/down.client" "$D/down.server" | while read -r line; do vmtest_log "  $line"; done
-slow_report soak-slow-reader-unix "$slab0" "$D/down.samples" "$rc" \
-	"vsock->unix $slow_bytes B to a 1.6 MB/s reader: $(grep -o 'verify=[a-z@0-9]*' "$D/down.client" | head -n1)"
+slow_run soak-slow-reader-unix down "--source $slow_bytes" \
+	"--send 0 --expect $slow_bytes --slow 10000 --read-size 16384" client \
+	"vsock->unix $slow_bytes B to a 1.6 MB/s reader"
 
 kill "$daemon"
 wait "$daemon"
