@@ -100,7 +100,7 @@ $(OUTPUT)/bpf_object_id.h: $(OUTPUT)/bpf-object.sha256
 	$(Q)printf '#define VSOCKMAP_BPF_SHA256 "%s"\n' "$$(cat $<)" > $@.tmp && mv $@.tmp $@
 
 $(OUTPUT)/src/bpf_dataplane.o: $(SKEL)
-$(OUTPUT)/src/daemon.o $(OUTPUT)/src/control_commands.o: $(OUTPUT)/bpf_object_id.h
+$(OUTPUT)/src/daemon.o $(OUTPUT)/src/control_commands.o $(OUTPUT)/src/handover.o: $(OUTPUT)/bpf_object_id.h
 
 $(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)
