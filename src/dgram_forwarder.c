@@ -186,11 +186,14 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	ssize_t n;
 
 	/*
-	 * Datagrams queued before the socket entered its sockhash (a socket systemd passed)
-	 * never met the verdict. While the gate has never opened nothing was redirected, so
-	 * they are read as they come, in order with what the verdict held.
+	 * Datagrams queued before the socket entered its sockhash never met the verdict. Only a
+	 * socket systemd passed can have them: the daemon's own is renamed into place after it
+	 * entered (unix_listener_publish()). While the gate has never opened nothing was
+	 * redirected, so they are read as they come, in order with what the verdict held. On
+	 * the daemon's own socket a datagram without the verdict's mark is one the verdict is
+	 * about to see; reading it here could overtake a held one still on its way.
 	 */
-	if (!f->gate->open && held_read_native(f->l->fd) == 1) {
+	if (f->l->activated && !f->gate->open && held_read_native(f->l->fd) == 1) {
 		do
 			n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
 		while (n < 0 && errno == EINTR);

@@ -203,7 +203,7 @@ static void listener_close(struct listener *l)
 	if (l->fd >= 0) {
 		/* systemd keeps a passed or stored socket listening; the file stays for it. */
 		if (!l->activated && !l->handed_over)
-			unlink(l->rc->listen.path);
+			unix_listener_unlink(&l->rc->listen);
 		l->fd = safe_close(l->fd);
 	}
 }

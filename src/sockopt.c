@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <linux/vm_sockets.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include "util.h"
 
 #define LISTEN_BACKLOG_DEFAULT 128
+#define DGRAM_BIND_SUFFIX ".vsm-new"
 
 static int make_sockaddr_un(const char *path, struct sockaddr_un *sun)
 {
@@ -74,10 +76,24 @@ static int remove_stale_socket(const struct sockaddr_un *sun, int type)
 	return unlink(sun->sun_path) ? -errno : 0;
 }
 
+/*
+ * Where the socket is bound. A datagram socket is bound under a private name, and renamed to
+ * its path once it is in its sockhash: a datagram sent before then would never meet the
+ * verdict and could overtake the ones that did (dgram_forwarder.c). The file mode does not
+ * keep root out. A path too long for the private name is bound in place.
+ */
+static void bind_path(const struct address *addr, char *buf, size_t len)
+{
+	if (addr->sock_type != SOCK_DGRAM ||
+	    snprintf(buf, len, "%s%s", addr->path, DGRAM_BIND_SUFFIX) >= (int)len)
+		snprintf(buf, len, "%s", addr->path);
+}
+
 int unix_listener_open(const struct address *addr, const char **why)
 {
 	int type = addr->sock_type == SOCK_DGRAM ? SOCK_DGRAM : SOCK_STREAM;
 	struct sockaddr_un sun;
+	char path[sizeof(sun.sun_path)];
 	mode_t old_umask;
 	int fd, r;
 
@@ -93,6 +109,11 @@ int unix_listener_open(const struct address *addr, const char **why)
 	r = remove_stale_socket(&sun, type);
 	if (r)
 		return r;
+	bind_path(addr, path, sizeof(path));
+	*why = "removing the file of an earlier bind";
+	if (strcmp(path, addr->path) && unlink(path) && errno != ENOENT)
+		return -errno;
+	make_sockaddr_un(path, &sun);
 	*why = "socket";
 	fd = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -113,7 +134,7 @@ int unix_listener_open(const struct address *addr, const char **why)
 	return fd;
 
 out_unlink:
-	unlink(addr->path);
+	unlink(path);
 out_close:
 	safe_close(fd);
 	return r;
@@ -121,18 +142,33 @@ out_close:
 
 int unix_listener_publish(const struct address *addr, const char **why)
 {
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	mode_t mask = umask(0);
 
 	umask(mask);
+	bind_path(addr, path, sizeof(path));
 	*why = "chown";
 	if ((addr->has_user || addr->has_group) &&
-	    chown(addr->path, addr->has_user ? addr->user : (uid_t)-1,
+	    chown(path, addr->has_user ? addr->user : (uid_t)-1,
 		  addr->has_group ? addr->group : (gid_t)-1))
 		return -errno;
 	*why = "chmod";
-	if (chmod(addr->path, addr->has_mode ? addr->mode : 0666 & ~mask))
+	if (chmod(path, addr->has_mode ? addr->mode : 0666 & ~mask))
+		return -errno;
+	*why = "renaming the socket file into place";
+	if (strcmp(path, addr->path) && rename(path, addr->path))
 		return -errno;
 	return 0;
+}
+
+void unix_listener_unlink(const struct address *addr)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+	bind_path(addr, path, sizeof(path));
+	if (strcmp(path, addr->path))
+		unlink(path);
+	unlink(addr->path);
 }
 
 int target_connect_start(const struct address *addr, int *in_progress)

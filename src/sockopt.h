@@ -16,8 +16,14 @@
  */
 int unix_listener_open(const struct address *addr, const char **why);
 
-/* Give the socket file its configured owner, group and mode, so clients may connect. */
+/*
+ * Give the socket file its configured owner, group and mode, so clients may connect. A
+ * datagram socket's file, bound under a private name, moves to its path only now.
+ */
 int unix_listener_publish(const struct address *addr, const char **why);
+
+/* Remove the socket file, under whichever name it has. */
+void unix_listener_unlink(const struct address *addr);
 
 /* Start a non-blocking connect to a target. Returns the fd (connected or in progress). */
 int target_connect_start(const struct address *addr, int *in_progress);

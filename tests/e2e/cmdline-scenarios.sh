@@ -62,12 +62,6 @@ compat() {
 	_a=$(compat_once socat "$@")
 	_b=$(compat_once vsockmapd "$@")
 	_why="$(tail -n 2 "$E2E_DIR/cmd-$1-vsockmapd/client" | tr '\n' ' ') $(tail -n 2 "$E2E_DIR/cmd-vsockmapd.log" | tr '\n' ' ')"
-	# A known bug, in the README: datagrams sent while a UNIX-RECV socket starts up can
-	# arrive out of order or not at all. Reported as a skip naming it, until it is fixed.
-	if [ "$1" = dgram ] && [ "$_b" = "client=0 server=1 relay=0 " ]; then
-		vmtest_skip "compat-$1" "known bug (README, Not done yet): datagrams sent while the UNIX-RECV socket started were reordered or lost this run: $(grep -o 'bytes=[0-9]* .*verify=[a-z@0-9]*' "$E2E_DIR/cmd-$1-vsockmapd/server" | head -n1)"
-		return
-	fi
 	if [ -n "${9:-}" ]; then
 		case $_a in
 		"client=0 server=0 "*)

@@ -368,6 +368,38 @@ host_access_cases() {
 	access_sigkill
 	access_max_redirects
 	access_stalled_target
+	access_dgram_file
+}
+
+# A UNIX-RECV socket is bound as PATH.vsm-new and renamed to PATH once it is in its
+# sockhash, with its mode and owner (kernel-notes.md): nothing is left under the private
+# name, even when an earlier run left a file there, and both names are gone at stop.
+access_dgram_file() {
+	local dir got
+	MINI_DIR=$(mktemp -d /tmp/vsockmap-dgram-file.XXXXXX)
+	dir=$MINI_DIR
+	printf '[daemon]\ncontrol = %s/ctl.sock\n[d]\nlisten = UNIX-RECV:%s/d.sock,mode=0620,user=65534\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+		"$dir" "$dir" "$dir" >"$dir/c.conf"
+	echo stale >"$dir/d.sock.vsm-new"
+	vsm-peer server "unix:$dir/srv.sock" --sink --count 1 --expect 3 --timeout 10 \
+		--ready-file "$dir/srv.ready" >"$dir/srv.log" 2>&1 &
+	MINI_SRV=$!
+	wait_for_file "$dir/srv.ready" 10
+	mini_daemon
+	wait_for_socket "$dir/d.sock" 10
+	got="$(stat -c '%F %a %u' "$dir/d.sock" 2>&1); private name: $(ls "$dir/d.sock.vsm-new" 2>&1 | grep -c 'No such')"
+	printf abc | socat -u - "UNIX-SENDTO:$dir/d.sock"
+	sleep 0.5
+	kill -TERM "$MINI_PID"
+	wait "$MINI_PID"
+	wait "$MINI_SRV"
+	got="$got; server: $(grep -o 'bytes=[0-9]*' "$dir/srv.log" | head -n1); after stop: $(ls "$dir" | grep -c '^d\.sock') files"
+	if [[ $got == "socket 620 65534; private name: 1; server: bytes=3; after stop: 0 files" ]]; then
+		vmtest_pass dgram-socket-file "$got"
+	else
+		vmtest_fail dgram-socket-file "$got (want socket 620 65534, no private name, 3 bytes, none left)"
+	fi
+	rm -rf "$dir"
 }
 
 # SIGKILL: the clients of a killed daemon see their connections end at once, and a new
