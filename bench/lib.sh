@@ -29,7 +29,7 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
 # The user-space relay of vsockmapd does not exist yet. When it does, this is the one line
 # to adjust: the extra vsockmapd arguments that select it. The bench starts the daemon with
 # them and measures the mode only if the daemon accepts them and logs a user-space data path.
-BENCH_RELAY_ARGS=${BENCH_RELAY_ARGS:---dataplane=userspace}
+BENCH_RELAY_ARGS=${BENCH_RELAY_ARGS:---datapath=userspace}
 BENCH_HZ=${BENCH_HZ:-100}
 # Seconds to let memory figures settle before and after a hold; at most this many seconds
 # to open the idle connections, and for the daemon to let go of them after they close.
@@ -214,7 +214,7 @@ bench_start_relay() {
 	vsockmapd-relay)
 		# shellcheck disable=SC2086 # any number of arguments
 		if ! bench_daemon_start "$1" "$(bench_stream_section "$1")" $BENCH_RELAY_ARGS; then
-			bench_set_na "$1" "user-space relay not implemented yet (vsockmapd $BENCH_RELAY_ARGS: $(bench_daemon_error "$1"))"
+			bench_set_na "$1" "vsockmapd $BENCH_RELAY_ARGS did not start: $(bench_daemon_error "$1")"
 			return 1
 		fi
 		echo "$DAEMON_PID" >"$BENCH_DIR/pid-$1"

@@ -13,7 +13,9 @@
 #   2. A kernel already extracted into the cache (no network access at all).
 #   3. The newest Debian bookworm-backports linux-image-6.12.*-cloud-amd64-unsigned,
 #      downloaded with apt-get through a private source list derived from this
-#      machine's own Debian apt source (same URI, suite bookworm-backports).
+#      machine's own Debian apt source (same URI, suite bookworm-backports); with
+#      VSOCKMAP_VM_SERIES=6.1, bookworm's own linux-image-6.1.*-cloud-amd64-unsigned
+#      (suite bookworm), a kernel whose sockmap refuses vsock.
 #
 # Environment:
 #   VSOCKMAP_VM_CACHE    cache directory (default /var/cache/vsockmap-vm, falling
@@ -22,13 +24,23 @@
 #   VSOCKMAP_VM_MODULES  its /lib/modules/VERSION directory (required with
 #                        VSOCKMAP_VM_KERNEL unless it can be guessed)
 #   VSOCKMAP_VM_REFRESH  set to 1 to look for a newer package even when one is cached
+#   VSOCKMAP_VM_SERIES   6.12 (default) or 6.1
 #
 # The host's apt state (lists, caches, status) is never modified.
 
 set -euo pipefail
 
 PROG=fetch-vm-kernel
-PKG_REGEX='^linux-image-6\.12\.[^ ]*-cloud-amd64-unsigned$'
+SERIES=${VSOCKMAP_VM_SERIES:-6.12}
+case $SERIES in
+6.12) SUITE=bookworm-backports ;;
+6.1) SUITE=bookworm ;;
+*)
+	echo "$PROG: VSOCKMAP_VM_SERIES=$SERIES: use 6.12 or 6.1" >&2
+	exit 1
+	;;
+esac
+PKG_REGEX="^linux-image-${SERIES//./\\.}\\.[^ ]*-cloud-amd64-unsigned\$"
 # Modules the VM needs, relative to MODULES; checked so a bad kernel fails here.
 REQUIRED_MODS=(
 	kernel/net/vmw_vsock/vsock.ko
@@ -128,7 +140,7 @@ cached_kernel() {
 # newest_cached: the extracted package whose name sorts last by version.
 newest_cached() {
 	local d best=
-	for d in $(find "$cache/extract" -mindepth 1 -maxdepth 1 -type d -name 'linux-image-*' \
+	for d in $(find "$cache/extract" -mindepth 1 -maxdepth 1 -type d -name "linux-image-$SERIES.*" \
 			-printf '%f\n' 2>/dev/null | sort -V); do
 		cached_kernel "$cache/extract/$d" >/dev/null && best=$d
 	done
@@ -204,10 +216,11 @@ read -r uri signed_by <<<"$src_line"
 # A deb822 Signed-By may hold an inline key; only keep a file path.
 [[ $signed_by == /* && -f $signed_by ]] || signed_by=
 
-apt_dir=$cache/apt
+apt_dir=$cache/apt  # one list per suite: apt-6.1 for bookworm
+[[ $SERIES == 6.12 ]] || apt_dir=$cache/apt-$SERIES
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/debs" "$cache/extract"
 opts="${signed_by:+ [signed-by=$signed_by]}"
-echo "deb$opts $uri bookworm-backports main" >"$apt_dir/sources.list"
+echo "deb$opts $uri $SUITE main" >"$apt_dir/sources.list"
 
 APT_OPTS=(
 	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
@@ -218,10 +231,10 @@ APT_OPTS=(
 # Downloads as root into a root-owned private directory: skip the _apt sandbox.
 [[ $(id -u) -ne 0 ]] || APT_OPTS+=(-o APT::Sandbox::User=root)
 
-note "updating private package lists for bookworm-backports"
+note "updating private package lists for $SUITE"
 if ! out=$(apt-get "${APT_OPTS[@]}" -q update 2>&1); then
 	printf '%s\n' "$out" | tail -n 5 >&2
-	die "apt-get update of the private bookworm-backports list failed (offline? set VSOCKMAP_VM_KERNEL/VSOCKMAP_VM_MODULES)"
+	die "apt-get update of the private $SUITE list failed (offline? set VSOCKMAP_VM_KERNEL/VSOCKMAP_VM_MODULES)"
 fi
 
 pkg=$(apt-cache "${APT_OPTS[@]}" search --names-only "$PKG_REGEX" 2>/dev/null |
@@ -233,7 +246,7 @@ if [[ -z $pkg ]]; then
 		emit "$kernel" "$moddir"
 		exit 0
 	fi
-	die "no linux-image-6.12.*-cloud-amd64-unsigned package in bookworm-backports"
+	die "no linux-image-$SERIES.*-cloud-amd64-unsigned package in $SUITE"
 fi
 
 dest=$cache/extract/$pkg

@@ -50,10 +50,11 @@ enum daemon_key {
 	KEY_LOG_LEVEL,
 	KEY_IDLE_TIMEOUT,
 	KEY_MAX_REDIRECTS,
+	KEY_DATAPATH,
 };
 static const char *const daemon_keys[] = {
     "control",	     "control-mode", "control-group", "connect-timeout", "sndbuf",
-    "drain-timeout", "log-level",    "idle-timeout",  "max-redirects",
+    "drain-timeout", "log-level",    "idle-timeout",  "max-redirects",	 "datapath",
 };
 
 enum redirect_key { KEY_LISTEN, KEY_CONNECT, KEY_ALLOW_UID, KEY_ALLOW_GID };
@@ -151,7 +152,8 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 		return loader_error(ld, ld->line,
 				    "unknown key \"%s\" (valid keys in [daemon]: control, "
 				    "control-mode, control-group, connect-timeout, sndbuf, "
-				    "drain-timeout, log-level, idle-timeout, max-redirects)",
+				    "drain-timeout, log-level, idle-timeout, max-redirects, "
+				    "datapath)",
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
@@ -299,6 +301,34 @@ found:
 	return 0;
 }
 
+static const char *const datapath_names[] = {"auto", "kernel", "userspace"};
+
+const char *datapath_mode_name(enum datapath_mode mode)
+{
+	return datapath_names[mode];
+}
+
+int datapath_mode_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(datapath_names) / sizeof(datapath_names[0]); i++)
+		if (!strcmp(name, datapath_names[i]))
+			return (int)i;
+	return -EINVAL;
+}
+
+static int parse_datapath(struct loader *ld, const char *text)
+{
+	int mode = datapath_mode_parse(text);
+
+	if (mode < 0)
+		return loader_error(ld, ld->line,
+				    "datapath \"%s\" is not one of auto, kernel, userspace", text);
+	ld->daemon.datapath = (enum datapath_mode)mode;
+	return 0;
+}
+
 static int daemon_key(struct loader *ld, const char *name, const char *value)
 {
 	char msg[MSG_MAX];
@@ -337,6 +367,8 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		return parse_size(ld, value, &ld->daemon.sndbuf);
 	case KEY_LOG_LEVEL:
 		return parse_log_level(ld, value);
+	case KEY_DATAPATH:
+		return parse_datapath(ld, value);
 	}
 	return r ? loader_error(ld, ld->line, "%s", msg) : 0;
 }

@@ -36,6 +36,9 @@ struct redirect_config {
 	bool once; /* command line without fork: one connection, then the daemon exits */
 };
 
+/* datapath=: who moves the bytes. auto: the kernel where it can, else the daemon. */
+enum datapath_mode { DATAPATH_AUTO, DATAPATH_KERNEL, DATAPATH_USERSPACE };
+
 struct daemon_config {
 	char control_path[ADDRESS_PATH_MAX]; /* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
 	unsigned int control_mode;	     /* control-mode= octal, at most 0777 */
@@ -48,7 +51,13 @@ struct daemon_config {
 	unsigned int idle_timeout_ms;  /* idle-timeout= seconds (socat's -T); 0 (default): none */
 	unsigned int max_redirects;    /* max-redirects=; default VSOCKMAP_MAX_REDIRECTS */
 	int log_level;		       /* log-level= err|warning|notice|info|debug */
+	enum datapath_mode datapath;   /* datapath= auto|kernel|userspace; default auto */
 };
+
+/* "auto", "kernel" or "userspace". */
+const char *datapath_mode_name(enum datapath_mode mode);
+/* The mode a name gives, or -EINVAL. */
+int datapath_mode_parse(const char *name);
 
 struct config {
 	char path[PATH_MAX];

@@ -507,7 +507,8 @@ static struct json_object *iterator_error(const struct dataplane_features *f)
 static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		      struct json_object *request, struct json_object *response, char **error_text)
 {
-	const struct dataplane_features *f = dataplane_features(d->dp);
+	static const struct dataplane_features none = {.iterator_error = -ENOENT};
+	const struct dataplane_features *f = d->dp ? dataplane_features(d->dp) : &none;
 	struct json_object *status, *control, *kernel, *arr;
 	const struct daemon_config *dc = &d->cfg.daemon;
 	struct redirect_info info;
@@ -534,8 +535,6 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 
 	kernel = json_object_new_object();
 	add_string(kernel, "release", uts.release);
-	/* The daemon only runs with its data path loaded, which needs vsock in sockmap (6.4). */
-	add(kernel, "vsock_sockmap", json_object_new_boolean(d->dp != NULL));
 	add(kernel, "lockdown", lockdown_level());
 	add(kernel, "iterator", json_object_new_boolean(f->iterator));
 	add(kernel, "iterator_error", iterator_error(f));
@@ -543,6 +542,8 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	add_string(kernel, "bpf_object_sha256", VSOCKMAP_BPF_SHA256);
 	add(status, "kernel", kernel);
 	add_string(status, "drain", f->iterator ? "iterator" : "timed");
+	add_string(status, "datapath", d->dp ? "kernel" : "userspace");
+	add_string(status, "datapath_reason", d->dp ? NULL : d->userspace_why);
 
 	arr = json_object_new_array();
 	for (i = 0; i < d->n_listeners; i++) {
@@ -557,7 +558,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		} else {
 			/* Every stream redirect starts so (redirect.c): in is carried by us. */
 			memset(&info, 0, sizeof(info));
-			info.datapath[VSOCKMAP_DIR_TO_TARGET] = "kernel";
+			info.datapath[VSOCKMAP_DIR_TO_TARGET] = l->userspace ? "daemon" : "kernel";
 			info.datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
 		}
 		add_string(o, "datapath", datapath_name(&info, VSOCKMAP_DIR_TO_TARGET));

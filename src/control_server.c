@@ -335,7 +335,8 @@ static void refuse_client(int fd, int err, const char *text)
 /* Whether gid is one of the peer's supplementary groups (SO_PEERGROUPS, Linux 4.13). */
 static bool peer_allowed(const struct control_server *srv, int fd, const struct ucred *cred)
 {
-	if (cred->uid == 0)
+	/* The daemon's own user too: one that runs unprivileged (in user space) owns it. */
+	if (cred->uid == 0 || cred->uid == geteuid())
 		return true;
 	if (!srv->access.has_group)
 		return false;

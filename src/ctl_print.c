@@ -388,13 +388,15 @@ static char *cell_lockdown(struct json_object *kernel)
 	return cell_text(level);
 }
 
-static char *cell_vsock_sockmap(struct json_object *kernel)
+static char *cell_datapath_mode(struct json_object *status)
 {
-	bool v;
+	const char *mode = get_string(status, "datapath"), *why = get_string(status, "datapath_reason");
 
-	if (!get_bool(kernel, "vsock_sockmap", &v))
+	if (!mode)
 		return strdup("-");
-	return strdup(v ? "yes (data path loaded)" : "no");
+	if (!strcmp(mode, "kernel"))
+		return strdup("kernel (sockmap)");
+	return cell_printf("user space: %s", why ? why : "no reason given");
 }
 
 int print_status(struct json_object *status, FILE *out)
@@ -415,7 +417,7 @@ int print_status(struct json_object *status, FILE *out)
 	table_add_pair(&pairs, "config", cell_string(status, "config"));
 	table_add_pair(&pairs, "control", cell_control(control));
 	table_add_pair(&pairs, "kernel", cell_string(kernel, "release"));
-	table_add_pair(&pairs, "vsock in sockmap", cell_vsock_sockmap(kernel));
+	table_add_pair(&pairs, "data path", cell_datapath_mode(status));
 	table_add_pair(&pairs, "lockdown", cell_lockdown(kernel));
 	table_add_pair(&pairs, "iterator", cell_iterator(kernel));
 	table_add_pair(&pairs, "drain", cell_string(status, "drain"));

@@ -91,6 +91,40 @@ static void log_datapath(struct daemon *d)
 							   : strerror(-f->iterator_error));
 }
 
+/*
+ * The kernel path, unless datapath=userspace, or unless it cannot load and datapath=auto (no
+ * BPF rights, a kernel without sockmap or BTF): then every redirect runs in user space.
+ */
+static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
+{
+	enum datapath_mode mode = d->cfg.daemon.datapath;
+	int err;
+
+	if (mode == DATAPATH_USERSPACE) {
+		snprintf(d->userspace_why, sizeof(d->userspace_why), "datapath=userspace");
+		log_info("data path: user space (datapath=userspace)");
+		return 0;
+	}
+	/* On top of the maps a previous instance stored, if any (handover.c). */
+	err = dataplane_open(&d->dp, opts->drain_mode, handover_map_fd);
+	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
+	if (!err) {
+		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
+		log_datapath(d);
+		return 0;
+	}
+	dataplane_close(d->dp);
+	d->dp = NULL;
+	if (mode == DATAPATH_KERNEL || opts->drain_mode == DRAIN_ITERATOR)
+		return err;
+	snprintf(d->userspace_why, sizeof(d->userspace_why), "the BPF object did not load: %s",
+		 strerror(-err));
+	log_notice("data path: user space, for every redirect: %s (datapath=kernel would make "
+		   "this fatal)",
+		   d->userspace_why);
+	return 0;
+}
+
 static int load_config(struct daemon *d, const struct daemon_options *opts, char *err,
 		       size_t errlen)
 {
@@ -131,7 +165,7 @@ static int drop_privileges(struct daemon *d)
 	uint64_t kept;
 	int err;
 
-	err = privileges_drop(privileges_needed(&d->cfg), &kept);
+	err = privileges_drop(privileges_needed(&d->cfg, d->dp != NULL), &kept);
 	if (err)
 		return log_errno(LOG_ERR, err, "dropping capabilities");
 	privileges_format(kept, names, sizeof(names));
@@ -153,6 +187,8 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		log_err("%s", err_text);
 		return err;
 	}
+	if (opts->datapath >= 0)
+		d->cfg.daemon.datapath = (enum datapath_mode)opts->datapath;
 	log_set_level(d->cfg.daemon.log_level);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = service_fds_collect(&d->cfg);
@@ -172,13 +208,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGHUP, on_sighup, d);
 	if (err < 0)
 		goto out;
-	/* On top of the maps a previous instance stored, if any (handover.c). */
-	err = dataplane_open(&d->dp, opts->drain_mode, handover_map_fd);
-	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
+	err = open_dataplane(d, opts);
 	if (err)
 		goto out;
-	dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
-	log_datapath(d);
 	err = open_listeners(d);
 	if (err)
 		goto out;

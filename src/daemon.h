@@ -17,7 +17,8 @@ struct control_server;
 struct daemon {
 	sd_event *event;
 	struct config cfg;
-	struct dataplane *dp;
+	struct dataplane *dp; /* NULL: no kernel path, every redirect runs in user space */
+	char userspace_why[128]; /* why dp is NULL, for each listener's log line */
 	struct listener **listeners; /* in configuration order */
 	size_t n_listeners;
 	struct redirect *redirects; /* live stream redirects, newest first */
@@ -38,6 +39,7 @@ struct daemon_options {
 	const char *control_path;     /* command line: a control socket after all; NULL: none */
 	int verbosity;		      /* command line: each -d one log level more */
 	unsigned int idle_timeout_ms; /* command line: -T SECONDS; 0: none */
+	int datapath;		      /* --datapath: an enum datapath_mode; -1: as configured */
 };
 
 /* Load everything; on error nothing is left half-started. */

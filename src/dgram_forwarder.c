@@ -51,6 +51,11 @@ struct dgram_forwarder {
 	char *buf;
 	size_t pending; /* a datagram read from the socket, not yet taken by a target */
 	uint64_t held_taken; /* bytes of gate->held read from the socket */
+	/*
+	 * The daemon forwards every datagram: with gp, the gate never opens and the verdict
+	 * holds them all (a target the sockhash refuses); without, nothing is in a sockhash.
+	 */
+	bool userspace;
 	bool merge_warned;
 	uint64_t user_bytes, user_packets;
 	uint64_t discarded_bytes; /* sent back by the target */
@@ -86,10 +91,12 @@ static void watch_target(struct dgram_forwarder *f, uint32_t events)
 /* Close the gate first, so that from now on the verdict holds datagrams for the next target. */
 static void drop_target(struct dgram_forwarder *f)
 {
-	__atomic_store_n(&f->gate->open, 0, __ATOMIC_RELEASE);
-	dgram_plane_set_target(f->gp, 0);
-	if (f->target_fd >= 0)
-		dataplane_remove(f->d->dp, f->target_cookie);
+	if (f->gp) {
+		__atomic_store_n(&f->gate->open, 0, __ATOMIC_RELEASE);
+		dgram_plane_set_target(f->gp, 0);
+		if (f->target_fd >= 0 && !f->userspace)
+			dataplane_remove(f->d->dp, f->target_cookie);
+	}
 	f->target_io = sd_event_source_disable_unref(f->target_io);
 	f->target_fd = safe_close(f->target_fd);
 	watch_socket(f, false);
@@ -180,11 +187,18 @@ static int send_pending(struct dgram_forwarder *f)
  */
 static ssize_t read_held(struct dgram_forwarder *f)
 {
-	uint64_t held = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
 	uint32_t len = DGRAM_BUF_SIZE;
 	bool recorded;
+	uint64_t held;
 	ssize_t n;
 
+	if (!f->gp) {
+		do
+			n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		return n < 0 ? -errno : n;
+	}
+	held = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
 	/*
 	 * Datagrams queued before the socket entered its sockhash never met the verdict. Only a
 	 * socket systemd passed can have them: the daemon's own is renamed into place after it
@@ -258,6 +272,11 @@ static void sync_held(struct dgram_forwarder *f)
 		return;
 	}
 	watch_target(f, EPOLLIN | EPOLLRDHUP);
+	if (f->userspace) {
+		watch_socket(f, true); /* the next datagram wakes the daemon */
+		f->backoff_usec = 0;
+		return;
+	}
 	if (!f->gate->open || f->gate->released != f->held_taken) {
 		__atomic_store_n(&f->gate->released, f->held_taken, __ATOMIC_RELEASE);
 		__atomic_store_n(&f->gate->open, 1, __ATOMIC_RELEASE);
@@ -285,8 +304,16 @@ static void on_connected(struct dgram_forwarder *f)
 		return;
 	}
 	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
-	err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
-	err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
+	err = f->userspace ? 0
+			   : dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
+	if (err == -EOPNOTSUPP && f->d->cfg.daemon.datapath == DATAPATH_AUTO) {
+		/* The verdict keeps holding every datagram; the daemon sends them all. */
+		listener_use_userspace(f->l, "the kernel cannot put the target socket in a "
+					     "sockhash (EOPNOTSUPP; vsock needs Linux 6.4)");
+		f->userspace = true;
+		err = 0;
+	}
+	err = err ?: f->userspace ? 0 : dgram_plane_set_target(f->gp, f->target_cookie);
 	if (err) {
 		retry_later(f, err, "adding the target to the sockhash:");
 		return;
@@ -344,6 +371,47 @@ static void dgram_step(struct dgram_forwarder *f)
 	}
 }
 
+/* The socket's own verdict instance, and the socket in its sockhash. */
+static int kernel_start(struct dgram_forwarder *f)
+{
+	struct listener *l = f->l;
+	int err;
+
+	err = dataplane_slot_alloc(f->d->dp, &f->slot);
+	if (err)
+		return err;
+	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
+	err = dgram_plane_open(f->d->dp, f->slot, &f->gp);
+	if (err) {
+		f->gp = NULL;
+		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
+		goto out_slot;
+	}
+	err = held_read_prepare(l->fd);
+	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
+	if (err) {
+		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
+			  l->rc->listen.path);
+		dgram_plane_close(f->gp);
+		f->gp = NULL;
+		goto out_slot;
+	}
+	return 0;
+
+out_slot:
+	dataplane_slot_free(f->d->dp, f->slot);
+	return err;
+}
+
+static void kernel_stop(struct dgram_forwarder *f)
+{
+	if (!f->gp)
+		return;
+	dgram_plane_close(f->gp);
+	dataplane_slot_free(f->d->dp, f->slot);
+	f->gp = NULL;
+}
+
 int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out)
 {
 	struct dgram_forwarder *f;
@@ -358,21 +426,15 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	f->id = daemon_next_id(d);
 	f->started_usec = now_usec();
 	f->buf = malloc(DGRAM_BUF_SIZE);
-	err = f->buf ? dataplane_slot_alloc(d->dp, &f->slot) : -ENOMEM;
-	if (err)
-		goto out_free;
-	f->gate = dataplane_gate(d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
-	err = dgram_plane_open(d->dp, f->slot, &f->gp);
-	if (err) {
-		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
-		goto out_slot;
+	if (!f->buf) {
+		free(f);
+		return -ENOMEM;
 	}
-	err = held_read_prepare(l->fd);
-	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
-	if (err) {
-		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
-			  l->rc->listen.path);
-		goto out_plane;
+	f->userspace = l->userspace;
+	if (!f->userspace) {
+		err = kernel_start(f);
+		if (err)
+			goto out_free;
 	}
 	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_timer, f);
 	err = err < 0 ? err : sd_event_add_io(d->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
@@ -387,10 +449,7 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 out_sources:
 	sd_event_source_disable_unref(f->timer);
 	sd_event_source_disable_unref(f->sock_io);
-out_plane:
-	dgram_plane_close(f->gp);
-out_slot:
-	dataplane_slot_free(d->dp, f->slot);
+	kernel_stop(f);
 out_free:
 	free(f->buf);
 	free(f);
@@ -404,8 +463,7 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 	drop_target(f);
 	sd_event_source_disable_unref(f->timer);
 	sd_event_source_disable_unref(f->sock_io);
-	dgram_plane_close(f->gp);
-	dataplane_slot_free(f->d->dp, f->slot);
+	kernel_stop(f);
 	free(f->buf);
 	free(f);
 }
@@ -419,14 +477,14 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
 	info->id = f->id;
 	info->name = f->l->rc->name;
 	info->state = states[f->state];
-	info->datapath[VSOCKMAP_DIR_TO_TARGET] = "kernel";
+	info->datapath[VSOCKMAP_DIR_TO_TARGET] = f->userspace ? "daemon" : "kernel";
 	info->datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
 	info->age_usec = now_usec() - f->started_usec;
 	info->client_rcvq_bytes = -1;
 	info->bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
 	info->packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
 	info->bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
-	if (!dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
+	if (f->gp && !dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
 		info->bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
 		info->packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
 	}

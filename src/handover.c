@@ -141,7 +141,7 @@ static int parse_pair(const char *name, struct pair_name *p)
 
 	if (sscanf(name, "vsm-pair.%" SCNu64 ".%" SCNu32 ".%u.%c.%n", &p->id, &p->slot, &p->half,
 		   &p->end, &off) != 4 ||
-	    !off || (p->end != 'c' && p->end != 't') || p->slot >= VSOCKMAP_MAX_REDIRECTS)
+	    !off || (p->end != 'c' && p->end != 't') || p->slot > REDIRECT_SLOT_USERSPACE)
 		return -EINVAL;
 	p->section = name + off;
 	return 0;
@@ -154,7 +154,8 @@ int handover_reserve_slots(int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 	int err;
 
 	for (i = 0; i < n_stored; i++) {
-		if (stored[i].fd < 0 || parse_pair(stored[i].name, &p) || p.end != 'c')
+		if (stored[i].fd < 0 || parse_pair(stored[i].name, &p) || p.end != 'c' ||
+		    p.slot == REDIRECT_SLOT_USERSPACE)
 			continue;
 		err = reserve(ctx, p.slot);
 		if (err)
@@ -210,7 +211,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		return 0;
 	cfd = claim(i);
 	tfd = find_target(p.id);
-	if (tfd < 0 || !maps_reused) {
+	if (tfd < 0 || (!maps_reused && p.slot != REDIRECT_SLOT_USERSPACE)) {
 		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
 		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
 			 tfd < 0 ? "without its target socket" : "with maps this build cannot use");
@@ -236,7 +237,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 
 int handover_adopt(struct daemon *d)
 {
-	bool maps_reused = dataplane_maps_reused(d->dp);
+	bool maps_reused = d->dp && dataplane_maps_reused(d->dp);
 	size_t i;
 	int n = 0, r;
 
@@ -329,7 +330,7 @@ static void store_all(struct daemon *d)
 	uint32_t slot;
 	int cfd, tfd, err;
 
-	err = dataplane_for_each_map(d->dp, store_map, &maps);
+	err = d->dp ? dataplane_for_each_map(d->dp, store_map, &maps) : 0;
 	if (err) {
 		log_errno(LOG_ERR, err, "handing the BPF maps to systemd: stopping instead");
 		return;

@@ -113,7 +113,8 @@ static bool slot_left(struct listener *l)
 {
 	char listen[160];
 
-	if (!dataplane_slots_full(l->d->dp))
+	if (l->d->dp ? !dataplane_slots_full(l->d->dp)
+		     : l->d->n_redirects < l->d->cfg.daemon.max_redirects)
 		return true;
 	l->refused++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
@@ -226,6 +227,8 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
+	if (!d->dp)
+		listener_set_userspace(l, d->userspace_why);
 	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
@@ -248,11 +251,13 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
 		goto out_close;
 	}
-	log_fields(LOG_INFO, ctx, "[%s] %s %s%s", rc->name,
+	log_fields(LOG_INFO, ctx, "[%s] %s %s%s; data path: %s%s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path,
 		   l->activated ? " (socket passed by systemd)"
 		   : l->adopted	 ? " (taken back from the previous instance)"
-				 : "");
+				 : "",
+		   l->userspace ? "user space (" : "kernel",
+		   l->userspace ? l->userspace_why : "", l->userspace ? ")" : "");
 	*out = l;
 	return 0;
 
@@ -260,6 +265,20 @@ out_close:
 	listener_close(l);
 	free(l);
 	return err;
+}
+
+void listener_set_userspace(struct listener *l, const char *why)
+{
+	l->userspace = true;
+	snprintf(l->userspace_why, sizeof(l->userspace_why), "%s", why);
+}
+
+void listener_use_userspace(struct listener *l, const char *why)
+{
+	if (l->userspace)
+		return;
+	listener_set_userspace(l, why);
+	log_notice("[%s] data path: user space from now on: %s", l->rc->name, why);
 }
 
 void listener_retire(struct listener *l)

@@ -24,6 +24,8 @@ struct listener {
 	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
 	sd_event_source *io;
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
+	bool userspace;		       /* its redirects run in the daemon, not the kernel */
+	char userspace_why[160];
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */
 	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */
@@ -42,6 +44,11 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
  * is freed with the last of them, or now if it has none.
  */
 void listener_retire(struct listener *l);
+
+/* Its redirects run in user space, for the reason given (logged with the listener). */
+void listener_set_userspace(struct listener *l, const char *why);
+/* The same, found out at a redirect: logged now, once per listener. */
+void listener_use_userspace(struct listener *l, const char *why);
 
 /* Stop accepting for now (a restart hands the socket over; clients wait in the backlog). */
 void listener_pause(struct listener *l);

@@ -29,9 +29,9 @@ static int last_cap(void)
 	return last >= 0 && last <= 63 ? (int)last : CAP_LAST_CAP;
 }
 
-uint64_t privileges_needed(const struct config *cfg)
+uint64_t privileges_needed(const struct config *cfg, bool bpf)
 {
-	uint64_t keep = CAP_BIT(CAP_NET_ADMIN) | CAP_BIT(CAP_BPF) | CAP_BIT(CAP_PERFMON);
+	uint64_t keep = bpf ? CAP_BIT(CAP_NET_ADMIN) | CAP_BIT(CAP_BPF) | CAP_BIT(CAP_PERFMON) : 0;
 	size_t i;
 
 	if (cfg->daemon.has_control_group)

@@ -7,16 +7,18 @@
  *   CAP_BPF        the same load
  *   CAP_PERFMON    the same load (the verifier allows its helpers to perfmon-capable loaders)
  *   CAP_CHOWN      only when the configuration uses user=, group= or control-group=
+ * Without the kernel path (datapath=userspace, or BPF unavailable) it keeps only CAP_CHOWN.
  */
 #ifndef VSOCKMAP_PRIVILEGES_H
 #define VSOCKMAP_PRIVILEGES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "config.h"
 
-/* Bit mask of the capabilities to keep for cfg. */
-uint64_t privileges_needed(const struct config *cfg);
+/* Bit mask of the capabilities to keep for cfg; bpf: the kernel data path is in use. */
+uint64_t privileges_needed(const struct config *cfg, bool bpf);
 
 /*
  * Drop every capability not in keep: from the bounding set (when we may), the ambient and

@@ -85,6 +85,7 @@ struct redirect {
 	struct direction dir[VSOCKMAP_NR_DIRS]; /* indexed by source endpoint */
 	uint32_t slot;
 	bool has_slot;
+	bool userspace; /* the daemon carries both ways: no sockhash (datapath=userspace) */
 	bool linked; /* the client's cookie is in the links map */
 	bool connecting;
 	bool close_after_drain;
@@ -398,7 +399,7 @@ static int update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    !dir_pending(out) && !(r->settling && i == TARGET))
+			    !dir_pending(out) && !(r->settling && (i == TARGET || r->userspace)))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
@@ -481,6 +482,8 @@ static int link_pair(struct redirect *r)
 			return err;
 		socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
 	}
+	if (r->userspace)
+		return 0;
 	err = held_read_prepare(r->ep[CLIENT].fd);
 	if (err)
 		return err;
@@ -495,6 +498,15 @@ static int link_pair(struct redirect *r)
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
 	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
+	if (err == -EOPNOTSUPP && d->cfg.daemon.datapath == DATAPATH_AUTO) {
+		/* A kernel that cannot put this target in a sockhash (vsock before 6.4). */
+		dataplane_unlink(d->dp, r->ep[CLIENT].cookie);
+		r->linked = false;
+		listener_use_userspace(r->l, "the kernel cannot put the target socket in a "
+					     "sockhash (EOPNOTSUPP; vsock needs Linux 6.4)");
+		r->userspace = true;
+		return 0;
+	}
 	if (err)
 		return err;
 	r->ep[TARGET].in_map = true;
@@ -518,7 +530,7 @@ static int on_connected(struct redirect *r, bool check_error)
 		return redirect_fail(r, err, "no slot left (max-redirects) for the redirect to");
 	if (err)
 		return redirect_fail(r, err, "adding the pair to the sockhash for");
-	r->dir[CLIENT].state = DIR_SYNC;
+	r->dir[CLIENT].state = r->userspace ? DIR_COPY : DIR_SYNC;
 	r->dir[TARGET].state = DIR_COPY;
 	log_debug("[%s] redirect %" PRIu64 ": connected", r->l->rc->name, r->id);
 	return redirect_step(r);
@@ -891,7 +903,8 @@ again:
 /*
  * The daemon's own direction: copy until EOF, then pass the half-close on. Out of the target
  * it splices: the target is never a verdict source, so its own queue holds all its data
- * (splicing a source would miss what its psock holds).
+ * (splicing a source would miss what its psock holds). In user space nothing is in a
+ * sockhash, and both ways splice.
  */
 static void dir_copy(struct redirect *r, int src)
 {
@@ -899,7 +912,7 @@ static void dir_copy(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (r->settling && src == TARGET) {
+	if (r->settling && (src == TARGET || r->userspace)) {
 		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
 		if (flush_buf(r, src))
 			splice_flush(r, src);
@@ -908,7 +921,7 @@ static void dir_copy(struct redirect *r, int src)
 
 	do {
 		n = -EOPNOTSUPP;
-		if (src == TARGET && !dir->no_splice)
+		if ((src == TARGET || r->userspace) && !dir->no_splice)
 			n = splice_some(r, src);
 		if (n == -EOPNOTSUPP) {
 			dir->no_splice = true;
@@ -919,8 +932,16 @@ static void dir_copy(struct redirect *r, int src)
 		n = 0;
 	if (n > 0 || n == -EAGAIN)
 		return; /* blocked on the destination, or nothing more yet */
-	if (n < 0 || peer_closed(r->ep[src].fd))
+	if (n < 0 || peer_closed(r->ep[src].fd)) {
 		r->close_after_drain = true; /* the source is broken, or its peer gone for good */
+		/*
+		 * Nothing the daemon reads the other way can reach it now. A vsock peer's close
+		 * shows no EPOLLHUP (poll_endpoint()): without this, a user-space pair would wait
+		 * for the client forever, and the client for its EOF.
+		 */
+		if (r->dir[1 - src].state == DIR_COPY && !dir_pending(&r->dir[1 - src]))
+			r->dir[1 - src].state = DIR_DONE;
+	}
 	if (dir_pending(dir))
 		return;
 	/*
@@ -1339,6 +1360,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 	r->d = d;
 	r->l = l;
 	r->id = id;
+	r->userspace = l->userspace;
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = target_fd;
@@ -1404,7 +1426,9 @@ bool redirect_settle(struct redirect *r, const char **why)
 		update_io(r);
 	}
 	/* A direction that is done has passed its EOF on: the other one may still be live. */
-	if (c->state == DIR_DRAINING)
+	if (r->userspace)
+		*why = dir_pending(c) || dir_pending(t) ? "bytes not yet written on" : NULL;
+	else if (c->state == DIR_DRAINING)
 		*why = "client half-closed, its last bytes still in the kernel";
 	else if ((c->state != DIR_OPEN && c->state != DIR_DONE) || !r->ep[CLIENT].in_map)
 		*why = c->state == DIR_SYNC ? "client bytes still carried by the daemon" : "catching up";
@@ -1418,7 +1442,7 @@ bool redirect_settle(struct redirect *r, const char **why)
 		*why = "target bytes not yet written to the client";
 	if (*why)
 		return false;
-	if (c->state == DIR_DONE)
+	if (c->state == DIR_DONE || r->userspace)
 		return true;
 	gate = dataplane_gate(r->d->dp, r->slot, CLIENT);
 	if (__atomic_load_n(&gate->open, __ATOMIC_ACQUIRE) &&
@@ -1433,7 +1457,7 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 			    int *client_fd, int *target_fd)
 {
 	*id = r->id;
-	*slot = r->slot;
+	*slot = r->userspace ? REDIRECT_SLOT_USERSPACE : r->slot;
 	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
 		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
 	*client_fd = r->ep[CLIENT].fd;
@@ -1455,6 +1479,13 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 	r = redirect_new(d, l, id, client_fd, target_fd);
 	if (!r)
 		return -ENOMEM;
+	if (slot == REDIRECT_SLOT_USERSPACE) {
+		/* Carried in user space before: nothing in the maps, the daemon copies both ways. */
+		r->userspace = true;
+		r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_COPY;
+		r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
+		return redirect_step(r);
+	}
 	/* As the previous instance left it: settled (redirect_settle()), slot reserved. */
 	r->slot = slot;
 	r->has_slot = true;

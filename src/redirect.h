@@ -70,6 +70,8 @@ bool redirect_settle(struct redirect *r, const char **why);
 /* Which ways of a settled pair are done (their EOF passed on): REDIRECT_HALF_* bits. */
 #define REDIRECT_HALF_CLIENT 1 /* client to target */
 #define REDIRECT_HALF_TARGET 2 /* target to client */
+/* The slot of a pair carried in user space, which has none in the maps. */
+#define REDIRECT_SLOT_USERSPACE VSOCKMAP_MAX_REDIRECTS
 void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
 			    int *client_fd, int *target_fd);
 /* Its sockets are in systemd's fd store: closing it leaves the maps alone. */

@@ -62,6 +62,10 @@ static void keep_control_settings(const struct daemon_config *old, struct daemon
 	new->has_control_group = old->has_control_group;
 	new->control_group = old->control_group;
 	memcpy(new->control_group_name, old->control_group_name, sizeof(new->control_group_name));
+	if (old->datapath != new->datapath)
+		log_notice("reload: datapath=%s takes effect at the next start; still %s",
+			   datapath_mode_name(new->datapath), datapath_mode_name(old->datapath));
+	new->datapath = old->datapath;
 }
 
 static void retire_removed(struct daemon *d, struct listener **next, size_t n,

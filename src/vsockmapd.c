@@ -13,12 +13,15 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed]\n"
+	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed] [--datapath=MODE]\n"
 		   "       vsockmapd [-d]... [-T SECONDS] [--control PATH] ADDRESS1 ADDRESS2\n"
 		   "\n"
 		   "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
 		   "      --drain MODE    how to tell that a redirect's kernel backlog is empty:\n"
 		   "                      auto (queue iterator if allowed), iterator, timed\n"
+		   "      --datapath MODE who moves the bytes: auto (the kernel where it can,\n"
+		   "                      else the daemon), kernel, userspace (splice() in the\n"
+		   "                      daemon); overrides the configuration's datapath=\n"
 		   "  -h, --help          this text\n"
 		   "      --version       print the version\n"
 		   "\n"
@@ -74,11 +77,12 @@ int main(int argc, char **argv)
 	    {"config", required_argument, NULL, 'c'},
 	    {"drain", required_argument, NULL, 'D'},
 	    {"control", required_argument, NULL, 'C'},
+	    {"datapath", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {},
 	};
-	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH};
+	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH, .datapath = -1};
 	bool has_config = false;
 	const char *why;
 	struct daemon d;
@@ -101,6 +105,14 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			opts.control_path = optarg;
+			break;
+		case 'P':
+			opts.datapath = datapath_mode_parse(optarg);
+			if (opts.datapath < 0) {
+				log_err("--datapath: unknown mode \"%s\" (auto, kernel or userspace)",
+					optarg);
+				return 1;
+			}
 			break;
 		case 'd':
 			opts.verbosity++;

@@ -171,7 +171,7 @@ scenario_server_closes_first() {
 }
 
 scenario_server_half_close() {
-	if [ "$E2E_TARGET" = unix ]; then
+	if [ "$E2E_TARGET" = unix ] && [ "${E2E_DATAPATH:-}" != userspace ]; then
 		# unix_shutdown() on the server unhashes our target socket and the kernel frees
 		# the client bytes queued for it at that instant (docs/kernel-notes.md).
 		vmtest_skip server-half-closes-first "a unix target loses bytes in flight when its server half-closes (kernel unhash); runs over vsock in the VM"
@@ -423,4 +423,39 @@ e2e_run_dgram() {
 	start_server seqpacket-boundaries "$(peer_seqpacket_addr 2)" --sink --count 1 \
 		--msg-size 4096 --expect 400K --timeout 60
 	scenario_seqpacket $_crc
+}
+
+# While a 16 MiB stream crawls into a slow reader, vsockmapctl shows the daemon carrying
+# both ways, and the daemon as a whole in user space.
+scenario_userspace_reported() {
+	e2e_start_daemon --datapath=userspace || return 1
+	start_server userspace-reported "$(peer_addr 0)" --sink --count 1 --expect 16M --slow 2000 --read-size 16384
+	client userspace-reported --send 16M &
+	_cpid=$!
+	sleep 1
+	_list=$(vsockmapctl -s "$E2E_DIR/control.sock" -j list --name stream | tr -d ' \n')
+	_status=$(vsockmapctl -s "$E2E_DIR/control.sock" -j status | tr -d ' \n')
+	wait $_cpid
+	_crc=$?
+	e2e_stop_daemon
+	_logged=$(grep -c 'listening on .*; data path: user space (datapath=userspace)' "$E2E_DIR/daemon.log")
+	case "$_list|$_status|$_logged" in
+	*'"datapath":"daemon","datapath_in":"daemon"'*'|'*'"datapath":"userspace","datapath_reason":"datapath=userspace"'*'|'[1-9]*)
+		finish userspace-reported $_crc "vsockmapctl: both ways carried by the daemon, status datapath=userspace; $_logged listeners logged their path" ;;
+	*)
+		wait "$SERVER_PID"
+		vmtest_fail userspace-reported "list: $_list | status: $_status | listeners that logged user space: $_logged" ;;
+	esac
+}
+
+# The user-space fallback, forced with --datapath=userspace: the foundation scenarios again,
+# with the daemon moving every byte (splice() through pipes). Their names end in @userspace.
+e2e_run_userspace() {
+	VMTEST_SUFFIX=@userspace
+	E2E_DATAPATH=userspace
+	e2e_run_streams --datapath=userspace
+	e2e_run_dgram --datapath=userspace
+	scenario_userspace_reported
+	VMTEST_SUFFIX=
+	E2E_DATAPATH=
 }

@@ -29,6 +29,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/host/access-cases.sh
 # shellcheck source=tests/host/reload-cases.sh
 . tests/host/reload-cases.sh
+# shellcheck source=tests/host/fallback-cases.sh
+. tests/host/fallback-cases.sh
 # shellcheck source=tests/e2e/cmdline-scenarios.sh
 . tests/e2e/cmdline-scenarios.sh
 # shellcheck source=tests/host/cmdline-cases.sh
@@ -39,6 +41,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	e2e_run_late_insert
 	e2e_run_dgram
 	e2e_check_bpf_object
+	e2e_run_userspace
+	fallback_cases
 	ctl_run_all
 	host_daemon_cases
 	host_access_cases

@@ -20,7 +20,7 @@ VMTEST_TMP=${VMTEST_TMP:-/tmp}
 # _vmtest_emit KIND NAME DETAIL...: one line, one printf (so one write(2)).
 _vmtest_emit() {
 	_k=$1
-	_n=$2
+	_n=$2${VMTEST_SUFFIX:-}
 	shift 2
 	_line="VMTEST $_k $_n${*:+ $*}"
 	# Keep results on one line whatever the detail holds.

@@ -21,6 +21,9 @@ run tests/vm/suite-e2e.sh --timeout 900 \
 	--file tests/e2e/cmdline-scenarios.sh:/usr/lib/vmtest/cmdline-scenarios.sh \
 	--file "$(command -v setpriv)":/usr/bin/setpriv \
 	--file .output/bpf-object.sha256:/usr/lib/vmtest/bpf-object.sha256
+# Bookworm's own 6.1 kernel: vsock cannot enter a sockmap, the daemon falls back by itself.
+VSOCKMAP_VM_SERIES=6.1 run tests/vm/suite-oldkernel.sh --timeout 900 \
+	--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 # The soak's short profile; `make soak` is the long one.
 QUICK=1 tests/vm/soak.sh | tee "$tmp"
 summary_add "$tmp" soak
