@@ -25,6 +25,8 @@
 
 #define KIND_BIT(kind)	(1u << (kind))
 #define UNIX_FILE_KINDS (KIND_BIT(ADDRESS_UNIX_LISTEN) | KIND_BIT(ADDRESS_UNIX_RECV))
+#define NET_LISTEN_KINDS (KIND_BIT(ADDRESS_VSOCK_LISTEN) | KIND_BIT(ADDRESS_TCP_LISTEN))
+#define STREAM_LISTEN_KINDS (KIND_BIT(ADDRESS_UNIX_LISTEN) | NET_LISTEN_KINDS)
 #define TARGET_KINDS                                                                               \
 	(KIND_BIT(ADDRESS_UNIX_CONNECT) | KIND_BIT(ADDRESS_VSOCK_CONNECT) |                        \
 	 KIND_BIT(ADDRESS_TCP_CONNECT))
@@ -32,6 +34,7 @@
 #define BACKLOG_MAX   65535
 #define MAX_CHILDREN_MAX 1000000
 #define TIMEOUT_MAX_S 3600
+#define BUF_MAX	      (1 << 30) /* rcvbuf=, sndbuf= */
 #define SUGGEST_MAX   2	 /* edit distance up to which "did you mean" is offered */
 #define NAME_CMP_MAX  64 /* longer words are never close to any of our names */
 
@@ -41,6 +44,8 @@ static const char *const kind_names[] = {
     [ADDRESS_UNIX_CONNECT] = "UNIX-CONNECT",
     [ADDRESS_VSOCK_CONNECT] = "VSOCK-CONNECT",
     [ADDRESS_TCP_CONNECT] = "TCP-CONNECT",
+    [ADDRESS_VSOCK_LISTEN] = "VSOCK-LISTEN",
+    [ADDRESS_TCP_LISTEN] = "TCP-LISTEN",
 };
 
 #define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
@@ -57,6 +62,11 @@ static const struct address_keyword {
     {"VSOCK-CONNECT", ADDRESS_VSOCK_CONNECT},
     {"TCP-CONNECT", ADDRESS_TCP_CONNECT},
     {"TCP", ADDRESS_TCP_CONNECT}, /* socat's short form */
+    {"VSOCK-LISTEN", ADDRESS_VSOCK_LISTEN},
+    {"VSOCK-L", ADDRESS_VSOCK_LISTEN},
+    {"TCP-LISTEN", ADDRESS_TCP_LISTEN},
+    {"TCP-L", ADDRESS_TCP_LISTEN},
+    {"TCP4-LISTEN", ADDRESS_TCP_LISTEN}, /* IPv4 is TCP-LISTEN's default anyway */
 };
 
 #define N_KEYWORDS (sizeof(keywords) / sizeof(keywords[0]))
@@ -70,6 +80,12 @@ enum option_id {
 	OPT_BACKLOG,
 	OPT_FORK,
 	OPT_MAX_CHILDREN,
+	OPT_REUSEADDR,
+	OPT_BIND,
+	OPT_RCVBUF,
+	OPT_SNDBUF,
+	OPT_UNLINK_EARLY,
+	OPT_UNLINK_CLOSE,
 };
 
 static const struct address_option {
@@ -85,13 +101,20 @@ static const struct address_option {
     {"group", OPT_GROUP, UNIX_FILE_KINDS, true},
     {"type", OPT_TYPE, KIND_BIT(ADDRESS_VSOCK_CONNECT), true},
     {"connect-timeout", OPT_CONNECT_TIMEOUT, TARGET_KINDS, true},
-    {"backlog", OPT_BACKLOG, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
+    {"backlog", OPT_BACKLOG, STREAM_LISTEN_KINDS, true},
     /* socat needs fork for one child per connection; a config file's sections redirect each
      * one anyway, and on the command line it means what it means to socat. */
-    {"fork", OPT_FORK, KIND_BIT(ADDRESS_UNIX_LISTEN), false},
+    {"fork", OPT_FORK, STREAM_LISTEN_KINDS, false},
     /* socat's name: at most N connections at once; the next ones wait in the backlog. */
-    {"max-children", OPT_MAX_CHILDREN, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
-    {"max-connections", OPT_MAX_CHILDREN, KIND_BIT(ADDRESS_UNIX_LISTEN), true},
+    {"max-children", OPT_MAX_CHILDREN, STREAM_LISTEN_KINDS, true},
+    {"max-connections", OPT_MAX_CHILDREN, STREAM_LISTEN_KINDS, true},
+    {"reuseaddr", OPT_REUSEADDR, NET_LISTEN_KINDS, false},
+    {"bind", OPT_BIND, KIND_BIT(ADDRESS_TCP_LISTEN), true},
+    {"rcvbuf", OPT_RCVBUF, STREAM_LISTEN_KINDS | TARGET_KINDS, true},
+    {"sndbuf", OPT_SNDBUF, STREAM_LISTEN_KINDS | TARGET_KINDS, true},
+    {"unlink-early", OPT_UNLINK_EARLY, UNIX_FILE_KINDS, false},
+    /* socat's default for a listener: the file goes at close. vsockmapd always does so. */
+    {"unlink-close", OPT_UNLINK_CLOSE, UNIX_FILE_KINDS, false},
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -166,7 +189,17 @@ const char *address_kind_name(enum address_kind kind)
 
 bool address_is_listener(const struct address *addr)
 {
-	return addr && (addr->kind == ADDRESS_UNIX_LISTEN || addr->kind == ADDRESS_UNIX_RECV);
+	return addr && (addr->kind == ADDRESS_UNIX_RECV || address_is_stream_listener(addr));
+}
+
+bool address_is_stream_listener(const struct address *addr)
+{
+	return addr && (STREAM_LISTEN_KINDS & KIND_BIT(addr->kind));
+}
+
+bool address_has_file(const struct address *addr)
+{
+	return addr && (UNIX_FILE_KINDS & KIND_BIT(addr->kind));
 }
 
 bool address_is_target(const struct address *addr)
@@ -355,6 +388,24 @@ static char *trim(char *s)
 	return s;
 }
 
+/* bind=IP for TCP-LISTEN: a numeric IPv4 or IPv6 address, optionally in brackets. */
+static int parse_bind(struct address *addr, char *value, char *err, size_t errlen)
+{
+	size_t n = strlen(value);
+
+	if (value[0] == '[' && n > 2 && value[n - 1] == ']') {
+		value[n - 1] = '\0';
+		value++;
+	}
+	addr->inet_family = strchr(value, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(addr->inet_family, value, addr->inet_addr) != 1)
+		return set_err(err, errlen,
+			       "bind=%s is not a numeric IPv4 or IPv6 address (vsockmapd does not "
+			       "resolve names)",
+			       value);
+	return 0;
+}
+
 static int apply_option(struct address *addr, const struct address_option *opt, char *value,
 			char *err, size_t errlen)
 {
@@ -396,13 +447,27 @@ static int apply_option(struct address *addr, const struct address_option *opt, 
 		if (!r)
 			addr->backlog = (int)v;
 		break;
-	case OPT_FORK:
-		break;
 	case OPT_MAX_CHILDREN:
 		r = parse_number(opt->name, value, 1, MAX_CHILDREN_MAX, &v, err, errlen);
 		if (!r)
 			addr->max_children = (unsigned int)v;
 		break;
+	case OPT_BIND:
+		r = parse_bind(addr, value, err, errlen);
+		break;
+	case OPT_RCVBUF:
+	case OPT_SNDBUF:
+		r = parse_number(opt->name, value, 1, BUF_MAX, &v, err, errlen);
+		if (!r && opt->id == OPT_RCVBUF)
+			addr->rcvbuf = (int)v;
+		else if (!r)
+			addr->sndbuf = (int)v;
+		break;
+	case OPT_FORK:
+	case OPT_REUSEADDR:
+	case OPT_UNLINK_EARLY:
+	case OPT_UNLINK_CLOSE:
+		break; /* flags: parse_options() */
 	}
 	return r;
 }
@@ -463,8 +528,9 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 			if (value)
 				return set_err(err, errlen, "option \"%s\" takes no value",
 					       opt->name);
-			if (opt->id == OPT_FORK)
-				addr->fork = true;
+			addr->fork |= opt->id == OPT_FORK;
+			addr->reuseaddr |= opt->id == OPT_REUSEADDR;
+			addr->unlink_early |= opt->id == OPT_UNLINK_EARLY;
 			continue;
 		}
 		value = value ? trim(value) : NULL;
@@ -552,6 +618,22 @@ static int parse_tcp(struct address *addr, char *body, char *err, size_t errlen)
 	return r;
 }
 
+/* VSOCK-LISTEN:PORT and TCP-LISTEN:PORT. */
+static int parse_listen_port(struct address *addr, const char *body, char *err, size_t errlen)
+{
+	bool vsock = addr->kind == ADDRESS_VSOCK_LISTEN;
+	uint64_t v = 0;
+	int r;
+
+	if (!*body)
+		return set_err(err, errlen, "missing port: expected %s:PORT", kind_names[addr->kind]);
+	r = parse_number("port", body, 1, vsock ? UINT32_MAX - 1 : 65535, &v, err, errlen);
+	if (!r)
+		addr->port = (uint32_t)v;
+	addr->inet_family = AF_INET; /* TCP-LISTEN: any IPv4 address unless bind= says */
+	return r;
+}
+
 static int parse_copy(char *text, struct address *addr, char *err, size_t errlen)
 {
 	const char *names[N_KINDS], *hint;
@@ -591,6 +673,9 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 		if (kw->kind == ADDRESS_TCP_CONNECT)
 			return set_err(err, errlen,
 				       "missing HOST:PORT: expected TCP-CONNECT:HOST:PORT");
+		if (!address_has_file(addr))
+			return set_err(err, errlen, "missing port: expected %s:PORT",
+				       kind_names[kw->kind]);
 		return set_err(err, errlen, "missing path: expected %s:PATH", kind_names[kw->kind]);
 	}
 	body = text + kwlen + 1;
@@ -602,6 +687,8 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 		r = parse_vsock(addr, body, err, errlen);
 	} else if (kw->kind == ADDRESS_TCP_CONNECT) {
 		r = parse_tcp(addr, body, err, errlen);
+	} else if (!address_has_file(addr) && !address_is_target(addr)) {
+		r = parse_listen_port(addr, body, err, errlen);
 	} else if (!*body) {
 		r = set_err(err, errlen, "missing path after %s:", kind_names[kw->kind]);
 	} else {
@@ -643,6 +730,20 @@ int address_format(const struct address *addr, char *buf, size_t len)
 	if (addr->kind == ADDRESS_VSOCK_CONNECT) {
 		n = snprintf(buf, len, "VSOCK-CONNECT:%u:%u%s", addr->cid, addr->port,
 			     addr->sock_type == SOCK_SEQPACKET ? ",type=seqpacket" : "");
+	} else if (addr->kind == ADDRESS_VSOCK_LISTEN) {
+		n = snprintf(buf, len, "VSOCK-LISTEN:%u", addr->port);
+	} else if (addr->kind == ADDRESS_TCP_LISTEN) {
+		static const unsigned char any[16];
+		char ip[INET6_ADDRSTRLEN];
+
+		if (!inet_ntop(addr->inet_family, addr->inet_addr, ip, sizeof(ip)))
+			return -EINVAL;
+		if (addr->inet_family == AF_INET6)
+			n = snprintf(buf, len, "TCP-LISTEN:%u,bind=[%s]", addr->port, ip);
+		else if (memcmp(addr->inet_addr, any, 4))
+			n = snprintf(buf, len, "TCP-LISTEN:%u,bind=%s", addr->port, ip);
+		else
+			n = snprintf(buf, len, "TCP-LISTEN:%u", addr->port);
 	} else if (addr->kind == ADDRESS_TCP_CONNECT) {
 		char ip[INET6_ADDRSTRLEN];
 
@@ -668,5 +769,7 @@ bool address_equal(const struct address *a, const struct address *b)
 	       (!a->has_mode || a->mode == b->mode) && a->has_user == b->has_user &&
 	       (!a->has_user || a->user == b->user) && a->has_group == b->has_group &&
 	       (!a->has_group || a->group == b->group) &&
-	       a->connect_timeout_ms == b->connect_timeout_ms && a->backlog == b->backlog;
+	       a->connect_timeout_ms == b->connect_timeout_ms && a->backlog == b->backlog &&
+	       a->reuseaddr == b->reuseaddr && a->unlink_early == b->unlink_early &&
+	       a->rcvbuf == b->rcvbuf && a->sndbuf == b->sndbuf;
 }

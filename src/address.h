@@ -15,6 +15,8 @@ enum address_kind {
 	ADDRESS_UNIX_CONNECT,  /* connect to a unix stream socket */
 	ADDRESS_VSOCK_CONNECT, /* connect to CID:PORT */
 	ADDRESS_TCP_CONNECT,   /* connect to a numeric IPv4 or [IPv6] address and port */
+	ADDRESS_VSOCK_LISTEN,  /* vsock stream listener on PORT, any CID (host to guest) */
+	ADDRESS_TCP_LISTEN,    /* TCP listener on PORT; bind= picks the address */
 };
 
 #define ADDRESS_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
@@ -23,9 +25,9 @@ struct address {
 	enum address_kind kind;
 	char path[ADDRESS_PATH_MAX]; /* UNIX-*: NUL-terminated, strlen < sizeof(sun_path) */
 	uint32_t cid;		     /* VSOCK-CONNECT */
-	uint32_t port;		     /* VSOCK-CONNECT, TCP-CONNECT */
-	int inet_family;	     /* TCP-CONNECT: AF_INET or AF_INET6 */
-	unsigned char inet_addr[16]; /* TCP-CONNECT: network order */
+	uint32_t port;		     /* VSOCK-*, TCP-* */
+	int inet_family;	     /* TCP-*: AF_INET or AF_INET6 */
+	unsigned char inet_addr[16]; /* TCP-*: network order; TCP-LISTEN: 0 = any */
 	int sock_type;		     /* SOCK_STREAM, SOCK_DGRAM (UNIX-RECV) or SOCK_SEQPACKET */
 	bool has_mode;
 	mode_t mode; /* mode=0660: socket file mode */
@@ -39,6 +41,9 @@ struct address {
 	/* max-children=N (max-connections=N): live connections at most; 0 = no limit */
 	unsigned int max_children;
 	bool fork; /* fork: every connection (a config file's sections always do) */
+	bool reuseaddr;	   /* reuseaddr: SO_REUSEADDR on a TCP or vsock listener */
+	bool unlink_early; /* unlink-early: remove whatever is at the path before bind() */
+	int rcvbuf, sndbuf; /* rcvbuf=, sndbuf=: SO_RCVBUF/SO_SNDBUF on its connections; 0: default */
 };
 
 /*
@@ -63,6 +68,10 @@ int address_format(const struct address *addr, char *buf, size_t len);
 bool address_equal(const struct address *a, const struct address *b);
 
 bool address_is_listener(const struct address *addr);
+/* UNIX-LISTEN, VSOCK-LISTEN or TCP-LISTEN: accepts stream connections. */
+bool address_is_stream_listener(const struct address *addr);
+/* UNIX-LISTEN or UNIX-RECV: has a socket file. */
+bool address_has_file(const struct address *addr);
 bool address_is_target(const struct address *addr);
 
 /* "UNIX-LISTEN", "VSOCK-CONNECT", ...: the canonical keyword of a kind. */

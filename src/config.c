@@ -433,7 +433,7 @@ static int redirect_key(struct loader *ld, const char *name, const char *value)
 		if (!address_is_target(&addr))
 			return loader_error(ld, ld->line,
 					    "connect: %s is a listen address; connect needs "
-					    "UNIX-CONNECT or VSOCK-CONNECT",
+					    "UNIX-CONNECT, VSOCK-CONNECT or TCP-CONNECT",
 					    text);
 		rd->connect = addr;
 		return 0;
@@ -441,13 +441,26 @@ static int redirect_key(struct loader *ld, const char *name, const char *value)
 	if (!address_is_listener(&addr))
 		return loader_error(
 		    ld, ld->line,
-		    "listen: %s is a connect address; listen needs UNIX-LISTEN or UNIX-RECV", text);
+		    "listen: %s is a connect address; listen needs UNIX-LISTEN, UNIX-RECV, "
+		    "VSOCK-LISTEN or TCP-LISTEN",
+		    text);
 	/* Two binds on one path: the second would unlink the first one's socket. */
-	for (i = 0; i + 1 < ld->n_redirects; i++)
-		if (!strcmp(ld->redirects[i].listen.path, addr.path))
+	for (i = 0; i + 1 < ld->n_redirects; i++) {
+		const struct address *other = &ld->redirects[i].listen;
+
+		if (address_has_file(&addr) && address_has_file(other) &&
+		    !strcmp(other->path, addr.path))
 			return loader_error(ld, ld->line,
 					    "listen path %s is already used by [%s] at line %u",
 					    addr.path, ld->redirects[i].name, ld->listen_lines[i]);
+		/* The same port twice: the second bind would fail at start. */
+		if (!address_has_file(&addr) && other->kind == addr.kind &&
+		    other->port == addr.port)
+			return loader_error(ld, ld->line,
+					    "listen: %s port %u is already used by [%s] at line %u",
+					    address_kind_name(addr.kind), addr.port,
+					    ld->redirects[i].name, ld->listen_lines[i]);
+	}
 	rd->listen = addr;
 	ld->listen_lines[ld->n_redirects - 1] = ld->line;
 	return 0;
@@ -486,6 +499,13 @@ static int close_section(struct loader *ld)
 		return loader_error(ld, ld->section_line, "[%s] has no listen= address", rd->name);
 	if (!ld->key_lines[KEY_CONNECT])
 		return loader_error(ld, ld->section_line, "[%s] has no connect= address", rd->name);
+	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids) &&
+	    !address_has_file(&rd->listen))
+		return loader_error(
+		    ld, ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
+		    "allow-uid and allow-gid need a UNIX-LISTEN address: a %s peer has no "
+		    "credentials the kernel vouches for",
+		    address_kind_name(rd->listen.kind));
 	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids))
 		return loader_error(
 		    ld, ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],

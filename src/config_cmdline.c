@@ -16,12 +16,8 @@ static const struct {
 	const char *prefix;
 	const char *instead;
 } unsupported[] = {
-    {"VSOCK-LISTEN", "vsockmapd listens on unix sockets only (UNIX-LISTEN, UNIX-RECV); keep "
-		     "socat for a vsock listener"},
-    {"TCP-LISTEN", "vsockmapd listens on unix sockets only (UNIX-LISTEN, UNIX-RECV); keep "
-		   "socat for a TCP listener"},
-    {"TCP4-LISTEN", "vsockmapd listens on unix sockets only; keep socat for a TCP listener"},
-    {"TCP6-LISTEN", "vsockmapd listens on unix sockets only; keep socat for a TCP listener"},
+    {"TCP6-LISTEN", "use TCP-LISTEN:PORT,bind=[::]"},
+    {"VSOCK-RECV", "vsock has no datagrams here; use VSOCK-LISTEN (stream)"},
     {"UNIX-RECVFROM", "use UNIX-RECV (datagrams to one target)"},
     {"UNIX-SENDTO", "vsockmapd connects to stream sockets: UNIX-CONNECT, VSOCK-CONNECT, "
 		    "TCP-CONNECT"},
@@ -89,8 +85,9 @@ int config_from_addresses(const char *a, const char *b, struct config *out, char
 		connect = &first;
 	} else {
 		return set_err(err, errlen,
-			       "%s and %s: one address must listen (UNIX-LISTEN, UNIX-RECV) and "
-			       "the other connect (UNIX-CONNECT, VSOCK-CONNECT, TCP-CONNECT)",
+			       "%s and %s: one address must listen (UNIX-LISTEN, UNIX-RECV, "
+			       "VSOCK-LISTEN, TCP-LISTEN) and the other connect (UNIX-CONNECT, "
+			       "VSOCK-CONNECT, TCP-CONNECT)",
 			       a, b);
 	}
 	rc = calloc(1, sizeof(*rc));
@@ -101,7 +98,7 @@ int config_from_addresses(const char *a, const char *b, struct config *out, char
 	snprintf(rc->name, sizeof(rc->name), "cmdline");
 	rc->listen = *listen;
 	rc->connect = *connect;
-	rc->once = listen->kind == ADDRESS_UNIX_LISTEN && !listen->fork;
+	rc->once = address_is_stream_listener(listen) && !listen->fork;
 	memset(out, 0, sizeof(*out));
 	config_daemon_defaults(&out->daemon);
 	out->daemon.control_path[0] = '\0'; /* none unless --control */

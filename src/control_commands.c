@@ -392,9 +392,10 @@ static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
 		add_string(o, "name", l->rc->name);
 		add_address(o, "listen", &l->rc->listen);
 		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
-		add_string(o, "path", l->rc->listen.path);
+		add_string(o, "path",
+			   address_has_file(&l->rc->listen) ? l->rc->listen.path : NULL);
 		/* What is on disk now, not what was configured: someone may have changed it. */
-		ok = stat(l->rc->listen.path, &st) == 0;
+		ok = address_has_file(&l->rc->listen) && stat(l->rc->listen.path, &st) == 0;
 		add(o, "mode", ok ? mode_string(st.st_mode) : NULL);
 		add(o, "uid", ok ? json_object_new_uint64(st.st_uid) : NULL);
 		add(o, "gid", ok ? json_object_new_uint64(st.st_gid) : NULL);

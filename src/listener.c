@@ -69,12 +69,12 @@ static bool accept_failed(struct listener *l, int err)
 		restored = fd_spare_restore();
 		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
 				 err, "[%s] refused a connection on %s: no file descriptor left",
-				 l->rc->name, l->rc->listen.path);
+				 l->rc->name, l->where);
 		if (fd >= 0 && restored)
 			return true;
 	} else {
 		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
-				 err, "[%s] accept on %s", l->rc->name, l->rc->listen.path);
+				 err, "[%s] accept on %s", l->rc->name, l->where);
 	}
 	/* Level-triggered: left enabled, the waiting connection would wake us at once again. */
 	if (!l->retry && sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
@@ -90,6 +90,8 @@ static bool peer_admitted(struct listener *l, int cfd)
 	char listen[160];
 	int r;
 
+	if (l->rc->listen.kind != ADDRESS_UNIX_LISTEN)
+		return true; /* only a unix peer has credentials the kernel vouches for */
 	r = peer_access_check(cfd, &l->rc->allow, &cred);
 	if (!r)
 		return true;
@@ -100,11 +102,11 @@ static bool peer_admitted(struct listener *l, int cfd)
 			   LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
 			   "[%s] refused pid %d (uid %u, gid %u) on %s: not in allow-uid or allow-gid",
 			   l->rc->name, (int)cred.pid, (unsigned int)cred.uid,
-			   (unsigned int)cred.gid, l->rc->listen.path);
+			   (unsigned int)cred.gid, l->where);
 	else
 		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
 				 r, "[%s] refused a connection on %s: cannot read its credentials",
-				 l->rc->name, l->rc->listen.path);
+				 l->rc->name, l->where);
 	return false;
 }
 
@@ -120,7 +122,7 @@ static bool slot_left(struct listener *l)
 	address_format(&l->rc->listen, listen, sizeof(listen));
 	log_fields(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
 		   "[%s] refused a connection on %s: %u redirects live, the max-redirects limit",
-		   l->rc->name, l->rc->listen.path, l->d->cfg.daemon.max_redirects);
+		   l->rc->name, l->where, l->d->cfg.daemon.max_redirects);
 	return false;
 }
 
@@ -154,6 +156,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			safe_close(cfd);
 			continue;
 		}
+		socket_set_bufs(cfd, &l->rc->listen);
 		redirect_start(l->d, l, cfd);
 		if (l->rc->once) {
 			/* socat without fork: this one connection, then exit (listener_redirect_closed()). */
@@ -178,20 +181,21 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	}
 	if (fd != -ENOENT)
 		return fd; /* logged */
-	fd = rc->listen.kind == ADDRESS_UNIX_LISTEN ? handover_claim_listener(rc) : -ENOENT;
+	fd = address_is_stream_listener(&rc->listen) ? handover_claim_listener(rc) : -ENOENT;
 	if (fd >= 0) {
 		l->adopted = true;
 		return fd;
 	}
-	fd = unix_listener_open(&rc->listen, &why);
+	fd = address_has_file(&rc->listen) ? unix_listener_open(&rc->listen, &why)
+					    : net_listener_open(&rc->listen, &why);
 	if (fd == -EADDRINUSE)
 		log_fields(LOG_ERR, ctx, "[%s] %s: another process is listening on it", rc->name,
-			   rc->listen.path);
+			   l->where);
 	else if (fd == -EEXIST)
 		log_fields(LOG_ERR, ctx, "[%s] %s: exists and is not a socket", rc->name,
-			   rc->listen.path);
+			   l->where);
 	else if (fd < 0)
-		log_fields_errno(LOG_ERR, ctx, fd, "[%s] %s: %s", rc->name, rc->listen.path, why);
+		log_fields_errno(LOG_ERR, ctx, fd, "[%s] %s: %s", rc->name, l->where, why);
 	return fd;
 }
 
@@ -203,7 +207,7 @@ static void listener_close(struct listener *l)
 	l->retry = sd_event_source_disable_unref(l->retry);
 	if (l->fd >= 0) {
 		/* systemd keeps a passed or stored socket listening; the file stays for it. */
-		if (!l->activated && !l->handed_over)
+		if (!l->activated && !l->handed_over && address_has_file(&l->rc->listen))
 			unix_listener_unlink(&l->rc->listen);
 		l->fd = safe_close(l->fd);
 	}
@@ -227,8 +231,12 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
+	snprintf(l->where, sizeof(l->where), "%s", address_has_file(&rc->listen) ? rc->listen.path
+										 : listen);
 	if (!d->dp)
 		listener_set_userspace(l, d->userspace_why);
+	else if (!address_has_file(&rc->listen))
+		listener_set_userspace(l, "the kernel path takes unix clients only");
 	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
@@ -242,17 +250,19 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name,
-				 rc->listen.path);
+				 l->where);
 		goto out_close;
 	}
 	/* A passed socket's file already has the mode and owner its .socket unit gave it. */
-	err = l->activated ? 0 : unix_listener_publish(&rc->listen, &why);
+	err = l->activated || !address_has_file(&rc->listen)
+		  ? 0
+		  : unix_listener_publish(&rc->listen, &why);
 	if (err) {
-		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: %s", rc->name, rc->listen.path, why);
+		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: %s", rc->name, l->where, why);
 		goto out_close;
 	}
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s; data path: %s%s%s", rc->name,
-		   l->dgram ? "receiving datagrams on" : "listening on", rc->listen.path,
+		   l->dgram ? "receiving datagrams on" : "listening on", l->where,
 		   l->activated ? " (socket passed by systemd)"
 		   : l->adopted	 ? " (taken back from the previous instance)"
 				 : "",

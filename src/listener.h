@@ -25,6 +25,7 @@ struct listener {
 	sd_event_source *io;
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
 	bool userspace;		       /* its redirects run in the daemon, not the kernel */
+	char where[160];	       /* for the log: its path, or VSOCK-LISTEN:PORT etc. */
 	char userspace_why[160];
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */

@@ -480,7 +480,9 @@ static int link_pair(struct redirect *r)
 		err = socket_cookie(r->ep[i].fd, &r->ep[i].cookie);
 		if (err)
 			return err;
-		socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
+		/* sndbuf= on the address wins (socket_set_bufs()). */
+		if (!(i == CLIENT ? r->l->rc->listen.sndbuf : r->l->rc->connect.sndbuf))
+			socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
 	}
 	if (r->userspace)
 		return 0;

@@ -80,7 +80,7 @@ static void retire_removed(struct daemon *d, struct listener **next, size_t n,
 			continue;
 		log_info("[%s] removed or changed: no longer listening on %s; live redirects left "
 			 "to finish: %zu",
-			 l->rc->name, l->rc->listen.path, l->live);
+			 l->rc->name, l->where, l->live);
 		listener_retire(l);
 		res->removed++;
 	}
@@ -150,7 +150,10 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 		if (ret) {
 			if (!first_err)
 				snprintf(err, errlen, "[%s] %s: %s (the other sections are applied)",
-					 d->cfg.redirects[i].name, d->cfg.redirects[i].listen.path,
+					 d->cfg.redirects[i].name,
+					 address_has_file(&d->cfg.redirects[i].listen)
+					     ? d->cfg.redirects[i].listen.path
+					     : address_kind_name(d->cfg.redirects[i].listen.kind),
 					 strerror(-ret));
 			first_err = first_err ?: ret;
 			res->failed++;

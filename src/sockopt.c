@@ -105,8 +105,9 @@ int unix_listener_open(const struct address *addr, const char **why)
 	r = mkdir_parents(addr->path);
 	if (r)
 		return r;
-	*why = "checking the existing socket file";
-	r = remove_stale_socket(&sun, type);
+	*why = addr->unlink_early ? "unlink-early" : "checking the existing socket file";
+	r = addr->unlink_early ? (unlink(addr->path) && errno != ENOENT ? -errno : 0)
+			       : remove_stale_socket(&sun, type);
 	if (r)
 		return r;
 	bind_path(addr, path, sizeof(path));
@@ -171,6 +172,67 @@ void unix_listener_unlink(const struct address *addr)
 	unlink(addr->path);
 }
 
+int net_listener_open(const struct address *addr, const char **why)
+{
+	struct sockaddr_storage ss = {};
+	socklen_t len;
+	int fd, family, r, on = 1;
+
+	if (addr->kind == ADDRESS_VSOCK_LISTEN) {
+		struct sockaddr_vm *svm = (struct sockaddr_vm *)&ss;
+
+		family = AF_VSOCK;
+		svm->svm_family = AF_VSOCK;
+		svm->svm_cid = VMADDR_CID_ANY;
+		svm->svm_port = addr->port;
+		len = sizeof(*svm);
+	} else if (addr->inet_family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+		family = AF_INET6;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(addr->port);
+		memcpy(&sin6->sin6_addr, addr->inet_addr, sizeof(sin6->sin6_addr));
+		len = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		family = AF_INET;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(addr->port);
+		memcpy(&sin->sin_addr, addr->inet_addr, sizeof(sin->sin_addr));
+		len = sizeof(*sin);
+	}
+	*why = "socket";
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	*why = "reuseaddr";
+	r = addr->reuseaddr ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) : 0;
+	if (!r) {
+		*why = "bind";
+		r = bind(fd, (struct sockaddr *)&ss, len);
+	}
+	if (!r) {
+		*why = "listen";
+		r = listen(fd, addr->backlog ? addr->backlog : LISTEN_BACKLOG_DEFAULT);
+	}
+	if (r) {
+		r = -errno;
+		safe_close(fd);
+		return r;
+	}
+	return fd;
+}
+
+void socket_set_bufs(int fd, const struct address *addr)
+{
+	if (addr->rcvbuf)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &addr->rcvbuf, sizeof(addr->rcvbuf));
+	if (addr->sndbuf)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &addr->sndbuf, sizeof(addr->sndbuf));
+}
+
 int target_connect_start(const struct address *addr, int *in_progress)
 {
 	struct sockaddr_storage ss = {};
@@ -214,6 +276,7 @@ int target_connect_start(const struct address *addr, int *in_progress)
 	fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	socket_set_bufs(fd, addr);
 	*in_progress = 0;
 	if (connect(fd, (struct sockaddr *)&ss, len)) {
 		/* A unix connect never completes later: EAGAIN means the listen backlog is full. */

@@ -16,6 +16,12 @@
  */
 int unix_listener_open(const struct address *addr, const char **why);
 
+/* A VSOCK-LISTEN (any CID) or TCP-LISTEN socket, listening. The fd or -errno, *why as above. */
+int net_listener_open(const struct address *addr, const char **why);
+
+/* rcvbuf= and sndbuf= of addr, if given, on a connection's socket. */
+void socket_set_bufs(int fd, const struct address *addr);
+
 /*
  * Give the socket file its configured owner, group and mode, so clients may connect. A
  * datagram socket's file, bound under a private name, moves to its path only now.

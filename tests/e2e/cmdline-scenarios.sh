@@ -26,13 +26,27 @@ compat_once() {
 		>"$_dir/server" 2>&1 &
 	_srv=$!
 	wait_for_file "$_dir/srv.ready" 10
+	# A port has no file to wait for: both tools log "listening on" at -d -d.
+	_v=
+	case $3 in TCP-LISTEN* | VSOCK-LISTEN*) _v="-d -d" ;; esac
+	rm -f "$_dir/relay.err"
 	if [ "$_tool" = socat ]; then
-		socat "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>>"$E2E_DIR/cmd-socat.log" &
+		# shellcheck disable=SC2086
+		socat $_v "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>"$_dir/relay.err" &
 	else
-		vsockmapd "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>>"$E2E_DIR/cmd-vsockmapd.log" &
+		# shellcheck disable=SC2086
+		vsockmapd $_v "$(at "$_dir" "$3")" "$(at "$_dir" "$4")" 2>"$_dir/relay.err" &
 	fi
 	_relay=$!
-	wait_for_file "$_dir/in.sock" 10
+	if [ -n "$_v" ]; then
+		_n=100
+		while ! grep -q 'listening on' "$_dir/relay.err" 2>/dev/null && [ $_n -gt 0 ]; do
+			sleep 0.1
+			_n=$((_n - 1))
+		done
+	else
+		wait_for_file "$_dir/in.sock" 10
+	fi
 	# shellcheck disable=SC2086
 	vsm-peer client "$(at "$_dir" "$6")" $8 --timeout 30 >"$_dir/client" 2>&1
 	_crc=$?
@@ -53,6 +67,7 @@ compat_once() {
 	kill -KILL "$_relay" 2>/dev/null
 	wait "$_relay"
 	_rrc=$?
+	cat "$_dir/relay.err" >>"$E2E_DIR/cmd-$_tool.log"
 	echo "client=$_crc server=$_src relay=$_rrc $(grep -o 'write_after_eof=[a-z]*' "$_dir/client" | head -n1)"
 }
 
@@ -131,5 +146,30 @@ cmdline_compat() {
 		compat tcp-echo "$_L" "TCP-CONNECT:127.0.0.1:$((CMD_PORT + 7))" \
 			"tcp:127.0.0.1:$((CMD_PORT + 7))" "$_C" "--echo --count 1" \
 			"--send 8M --after echo" "8 MiB echoed over TCP:"
+		compat_listen_pair tcp-listen "TCP-LISTEN:$((CMD_PORT + 20)),reuseaddr" \
+			"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" "tcp:127.0.0.1:$((CMD_PORT + 20))" ok
+	else
+		# Host to guest: a vsock client on CID 1 reaches a unix server through the relay.
+		compat_listen_pair vsock-listen "VSOCK-LISTEN:$((CMD_PORT + 20))" \
+			"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" "vsock:1:$((CMD_PORT + 20))" epipe
+		compat_listen_pair tcp-listen "TCP-LISTEN:$((CMD_PORT + 21)),reuseaddr" \
+			"$(cmd_target 8)" "$(cmd_server 8)" "tcp:127.0.0.1:$((CMD_PORT + 21))" ok
 	fi
+}
+
+# compat_listen_pair NAME LISTEN TARGET SERVER_ADDR CLIENT_ADDR WRITE_AFTER_EOF: the stream
+# scenarios for a listener on a port (TCP-LISTEN, VSOCK-LISTEN), through socat and through
+# vsockmapd. WRITE_AFTER_EOF: what the client's write after the server closed gets; a TCP
+# client's first write still succeeds (the reset comes after it).
+compat_listen_pair() {
+	compat "$1-stream" "$2" "$3" "$4" "$5" "--sink --count 1 --expect 8M" "--send 8M" \
+		"8 MiB checksummed, $2 -> $3:"
+	compat "$1-echo" "$2" "$3" "$4" "$5" "--echo --count 1" "--send 4M --after echo" \
+		"4 MiB echoed:"
+	compat "$1-half-close" "$2" "$3" "$4" "$5" "--sink --reply 1M --count 1" \
+		"--send 4M --after shutdown --expect-reply 1M" \
+		"client half-closes after 4 MiB, reads a 1 MiB reply:"
+	compat "$1-server-closes-first" "$2" "$3" "$4" "$5" "--source 2M --count 1" \
+		"--send 0 --expect 2M" "server sends 2 MiB and closes first:" \
+		"client=0 server=0 relay=0 write_after_eof=$6"
 }

@@ -61,9 +61,15 @@ expect_bad_cmdline() {
 
 cmdline_bad() {
 	local L=UNIX-LISTEN:$E2E_DIR/bad.sock C=UNIX-CONNECT:$E2E_DIR/nothing.sock
-	expect_bad_cmdline vsock-listen 'VSOCK-LISTEN:1234,fork: not supported: .*keep socat' \
-		VSOCK-LISTEN:1234,fork "$C"
-	expect_bad_cmdline tcp-listen 'TCP-LISTEN:8080: not supported' TCP-LISTEN:8080 "$C"
+	# Refused while parsing: no vsock socket is ever opened on this machine.
+	expect_bad_cmdline vsock-listen-mode 'option "mode" does not apply to VSOCK-LISTEN' \
+		VSOCK-LISTEN:1234,fork,mode=0600 "$C"
+	expect_bad_cmdline tcp6-listen 'TCP6-LISTEN:8080: not supported: use TCP-LISTEN:PORT,bind=\[::\]' \
+		TCP6-LISTEN:8080 "$C"
+	expect_bad_cmdline tcp-listen-bind 'bind=localhost is not a numeric' \
+		TCP-LISTEN:8080,bind=localhost "$C"
+	expect_bad_cmdline two-port-listeners 'one address must listen' TCP-LISTEN:8080 \
+		VSOCK-LISTEN:1234
 	expect_bad_cmdline exec 'EXEC:/bin/cat: not supported: .*run a program' EXEC:/bin/cat "$L"
 	expect_bad_cmdline unknown-type 'unknown address type "UNIX-LISTN"' UNIX-LISTN:/x "$C"
 	expect_bad_cmdline unknown-option 'unknown option "forkk" \(did you mean "fork"\?\)' \

@@ -212,14 +212,61 @@ static void test_tcp_connect(void **state)
 	parse_bad("TCP-CONNECT:127.0.0.1:80,mode=0600", "does not apply to TCP-CONNECT");
 }
 
+static void test_port_listeners(void **state)
+{
+	struct address a;
+
+	(void)state;
+	a = parse_ok("VSOCK-LISTEN:1234,fork,backlog=8,max-children=4");
+	assert_int_equal(a.kind, ADDRESS_VSOCK_LISTEN);
+	assert_int_equal(a.port, 1234);
+	assert_true(a.fork);
+	assert_int_equal(a.backlog, 8);
+	assert_int_equal(a.max_children, 4);
+	assert_true(address_is_listener(&a));
+	assert_true(address_is_stream_listener(&a));
+	assert_false(address_has_file(&a));
+	assert_false(address_is_target(&a));
+	a = parse_ok("TCP-LISTEN:8080,fork,reuseaddr,rcvbuf=65536,sndbuf=131072");
+	assert_int_equal(a.kind, ADDRESS_TCP_LISTEN);
+	assert_int_equal(a.inet_family, AF_INET);
+	assert_true(a.reuseaddr);
+	assert_int_equal(a.rcvbuf, 65536);
+	assert_int_equal(a.sndbuf, 131072);
+	a = parse_ok("TCP-L:80,bind=[::1]");
+	assert_int_equal(a.inet_family, AF_INET6);
+	assert_int_equal(a.inet_addr[15], 1);
+	format_is("VSOCK-L:5,fork", "VSOCK-LISTEN:5");
+	format_is("TCP4-LISTEN:80", "TCP-LISTEN:80");
+	format_is("TCP-LISTEN:80,bind=127.0.0.1", "TCP-LISTEN:80,bind=127.0.0.1");
+	format_is("TCP-LISTEN:80,bind=::", "TCP-LISTEN:80,bind=[::]");
+	parse_bad("VSOCK-LISTEN", "missing port: expected VSOCK-LISTEN:PORT");
+	parse_bad("VSOCK-LISTEN:", "missing port: expected VSOCK-LISTEN:PORT");
+	parse_bad("TCP-LISTEN:0", "port");
+	parse_bad("TCP-LISTEN:65536", "port");
+	parse_bad("VSOCK-LISTEN:4294967295", "port"); /* VMADDR_PORT_ANY */
+	parse_bad("TCP-LISTEN:80,bind=localhost", "bind=localhost is not a numeric IPv4 or IPv6");
+	parse_bad("VSOCK-LISTEN:80,bind=0.0.0.0", "option \"bind\" does not apply to VSOCK-LISTEN");
+	parse_bad("TCP-LISTEN:80,mode=0600", "option \"mode\" does not apply to TCP-LISTEN");
+	parse_bad("UNIX-LISTEN:/x,reuseaddr",
+		  "option \"reuseaddr\" does not apply to UNIX-LISTEN (only to VSOCK-LISTEN, "
+		  "TCP-LISTEN)");
+	parse_bad("TCP-LISTEN:80,rcvbuf=0", "rcvbuf 0 is out of range");
+	parse_bad("TCP-LISTEN:80,reuseaddr=1", "option \"reuseaddr\" takes no value");
+	a = parse_ok("UNIX-LISTEN:/x,unlink-early,unlink-close");
+	assert_true(a.unlink_early);
+	parse_bad("TCP-LISTEN:80,unlink-early",
+		  "option \"unlink-early\" does not apply to TCP-LISTEN");
+}
+
 static void test_unknown_type(void **state)
 {
 	(void)state;
-	parse_bad("TCP-LISTEN:8080", "unknown address type \"TCP-LISTEN\" (supported: UNIX-LISTEN, "
-				     "UNIX-RECV, UNIX-CONNECT, VSOCK-CONNECT, TCP-CONNECT)");
+	parse_bad("TCP-LISTN:8080", "did you mean \"TCP-LISTEN\"? supported: UNIX-LISTEN, "
+				    "UNIX-RECV, UNIX-CONNECT, VSOCK-CONNECT, TCP-CONNECT, "
+				    "VSOCK-LISTEN, TCP-LISTEN)");
 	parse_bad("UNIX-LISTN:/x", "did you mean \"UNIX-LISTEN\"?");
 	parse_bad("UNIX:/x", "unknown address type \"UNIX\"");
-	parse_bad("VSOCK-LISTEN:1", "unknown address type \"VSOCK-LISTEN\"");
 	parse_bad("/run/x.sock", "unknown address type \"/run/x.sock\"");
 	parse_bad(":/x", "missing address type");
 	parse_bad("", "empty address");
@@ -325,8 +372,8 @@ static void test_unknown_option(void **state)
 	parse_bad("UNIX-LISTEN:/x,backlg=3", "(did you mean \"backlog\"?)");
 	parse_bad("UNIX-CONNECT:/x,connect_timeout=3", "(did you mean \"connect-timeout\"?)");
 	parse_bad("VSOCK-CONNECT:2:1,typ=stream", "(did you mean \"type\"?)");
-	parse_bad("UNIX-LISTEN:/x,reuseaddr", "unknown option \"reuseaddr\"");
-	parse_bad("UNIX-LISTEN:/x,unlink-early", "unknown option \"unlink-early\"");
+	parse_bad("UNIX-LISTEN:/x,reuseaddrr", "unknown option \"reuseaddrr\" (did you mean \"reuseaddr\"?)");
+	parse_bad("UNIX-LISTEN:/x,ip-pktinfo", "unknown option \"ip-pktinfo\"");
 	parse_bad("UNIX-LISTEN:/x,", "empty option");
 	parse_bad("UNIX-LISTEN:/x,,mode=0600", "empty option");
 	parse_bad("UNIX-LISTEN:/x,=0600", "empty option");
@@ -492,6 +539,7 @@ int main(void)
 	    cmocka_unit_test(test_connect_timeout),
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_helpers),
+	    cmocka_unit_test(test_port_listeners),
 	    cmocka_unit_test(test_max_children),
 	    cmocka_unit_test(test_message_printable),
 	};

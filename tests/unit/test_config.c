@@ -269,13 +269,19 @@ static void test_wrong_roles(void **state)
 {
 	(void)state;
 	load_bad("[echo]\nlisten = UNIX-LISTEN:/x\nconnect = UNIX-LISTEN:/y\n", 3,
-		 "connect: UNIX-LISTEN:/y is a listen address; connect needs UNIX-CONNECT or "
-		 "VSOCK-CONNECT");
+		 "connect: UNIX-LISTEN:/y is a listen address; connect needs UNIX-CONNECT, "
+		 "VSOCK-CONNECT or TCP-CONNECT");
 	load_bad("[echo]\nconnect = UNIX-RECV:/y\n", 2,
 		 "connect: UNIX-RECV:/y is a listen address");
 	load_bad("[echo]\nlisten = VSOCK-CONNECT:2:1\n", 2,
-		 "listen: VSOCK-CONNECT:2:1 is a connect address; listen needs UNIX-LISTEN or "
-		 "UNIX-RECV");
+		 "listen: VSOCK-CONNECT:2:1 is a connect address; listen needs UNIX-LISTEN, "
+		 "UNIX-RECV, VSOCK-LISTEN or TCP-LISTEN");
+	load_bad("[a]\nlisten = VSOCK-LISTEN:5000\nconnect = UNIX-CONNECT:/x\n"
+		 "[b]\nlisten = VSOCK-LISTEN:5000\nconnect = UNIX-CONNECT:/y\n",
+		 5, "listen: VSOCK-LISTEN port 5000 is already used by [a] at line 2");
+	load_bad("[a]\nlisten = TCP-LISTEN:80\nconnect = UNIX-CONNECT:/x\nallow-uid = 0\n", 4,
+		 "allow-uid and allow-gid need a UNIX-LISTEN address: a TCP-LISTEN peer has no "
+		 "credentials the kernel vouches for");
 	load_bad("[echo]\nlisten = UNIX-CONNECT:/x\n", 2, "listen: UNIX-CONNECT:/x is a connect");
 }
 
@@ -304,8 +310,6 @@ static void test_address_errors(void **state)
 	load_bad(text, 2, "listen: path is 120 bytes, longer than sun_path's 107");
 	load_bad("[echo]\nlisten = UNIX-LISTEN:/x,mdoe=0600\n", 2,
 		 "listen: unknown option \"mdoe\" (did you mean \"mode\"?)");
-	load_bad("[echo]\nlisten = TCP-LISTEN:80\n", 2,
-		 "listen: unknown address type \"TCP-LISTEN\"");
 	load_bad("[echo]\nlisten = UNIX-LISTEN:/x\nconnect = VSOCK-CONNECT:host:1\n", 3,
 		 "connect: CID \"host\" is not a decimal number");
 	load_bad("[echo]\nlisten = UNIX-LISTEN:/x\nconnect = VSOCK-CONNECT:4294967295:1\n", 3,
@@ -578,10 +582,23 @@ static void test_from_addresses(void **state)
 					       sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "one address must listen"));
-	assert_int_equal(config_from_addresses("VSOCK-LISTEN:1234,fork", "UNIX-CONNECT:/b", &cfg,
-					       err, sizeof(err)),
+	/* Host to guest, as socat takes it: the target may come first; no fork, one connection. */
+	assert_int_equal(config_from_addresses("UNIX-CONNECT:/run/docker.sock", "VSOCK-LISTEN:1234",
+					       &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.redirects[0].listen.kind, ADDRESS_VSOCK_LISTEN);
+	assert_int_equal(cfg.redirects[0].connect.kind, ADDRESS_UNIX_CONNECT);
+	assert_true(cfg.redirects[0].once);
+	config_free(&cfg);
+	assert_int_equal(config_from_addresses("TCP-LISTEN:8080,fork,reuseaddr",
+					       "VSOCK-CONNECT:2:8080", &cfg, err, sizeof(err)),
+			 0);
+	assert_false(cfg.redirects[0].once);
+	config_free(&cfg);
+	assert_int_equal(config_from_addresses("TCP6-LISTEN:80", "UNIX-CONNECT:/b", &cfg, err,
+					       sizeof(err)),
 			 -EINVAL);
-	assert_non_null(strstr(err, "VSOCK-LISTEN:1234,fork: not supported"));
+	assert_non_null(strstr(err, "TCP6-LISTEN:80: not supported: use TCP-LISTEN:PORT,bind=[::]"));
 	assert_int_equal(config_from_addresses("STDIO", "UNIX-CONNECT:/b", &cfg, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "standard input"));
