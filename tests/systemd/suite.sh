@@ -322,7 +322,7 @@ test_stop_clean() {
 RESTARTS=${RESTARTS:-20}
 BULK=${BULK:-256M}
 
-# test_restart_no_loss NAME REPLY MODE: RESTARTS transfers of BULK to a vsock sink that sends
+# test_restart_no_loss NAME REPLY MODE [DATAPATH]: RESTARTS transfers of BULK to a vsock sink that sends
 # REPLY back after the client's half-close, one systemctl restart during each. MODE upload:
 # each restart at a random moment of the upload; both: every other one right after the
 # client's half-close, during the reply.
@@ -334,10 +334,12 @@ test_restart_no_loss() {
 	printf '\n[bulk]\nlisten  = UNIX-LISTEN:/run/vsockmap/bulk.sock\nconnect = VSOCK-CONNECT:1:5002\n' >>"$CONF"
 	# Each redirect's set-up, hand-over and end in the journal, for a failure's report.
 	sed -i 's/^\[daemon\]$/[daemon]\nlog-level = debug/' "$CONF"
-	systemd-run --quiet --unit=vsock-sink vsm-peer server vsock:any:5002 --sink --reply "$reply" \
+	[[ -z ${4:-} ]] || sed -i "s/^\\[daemon\\]\$/[daemon]\\ndatapath = $4/" "$CONF"
+	rm -f "$T/sink.ready"
+	systemd-run --quiet --unit="sink-$name" vsm-peer server vsock:any:5002 --sink --reply "$reply" \
 		--count "$RESTARTS" --expect "$BULK" --timeout 1200 --ready-file "$T/sink.ready"
 	wait_for_file "$T/sink.ready" 20 || {
-		vmtest_fail "$name" "the vsock sink did not come up: $(journalctl -q -u vsock-sink -o cat | tail -n 2)"
+		vmtest_fail "$name" "the vsock sink did not come up: $(journalctl -q -u "sink-$name" -o cat | tail -n 2)"
 		return 1
 	}
 	timeout 60 systemctl restart "$SVC"
@@ -381,16 +383,16 @@ test_restart_no_loss() {
 			vmtest_log "$name #$i failed; the daemon's journal:"
 			journalctl -q -u "$SVC" -o short-monotonic | grep -v 'libbpf' | tail -n 40 |
 				while read -r line; do vmtest_log "  $line"; done
-			vmtest_log "  sink: $(journalctl -q -u vsock-sink -o cat | tail -n 3 | tr '\n' ' ')"
+			vmtest_log "  sink: $(journalctl -q -u "sink-$name" -o cat | tail -n 3 | tr '\n' ' ')"
 		fi
 		took+=("$delay")
 	done
-	systemctl stop vsock-sink 2>/dev/null
+	systemctl stop "sink-$name" 2>/dev/null
 	inv=$(prop "$SVC" InvocationID)
 	# The new instance told systemd to drop what it took back.
 	stored=$(prop "$SVC" NFileDescriptorStore)
 	taken=$((RESTARTS - ${#missed[@]}))
-	line=$(journalctl -q -u vsock-sink -o cat | grep -m1 '^server total')
+	line=$(journalctl -q -u "sink-$name" -o cat | grep -m1 '^server total')
 	cp "$T/vsockmap.conf.orig" "$CONF"
 	if ((failed)); then
 		vmtest_fail "$name" "$failed of $RESTARTS transfers failed: ${lost[*]}; sink: $line"
@@ -614,6 +616,7 @@ test_capabilities() {
 	cat >/etc/vsockmap/cap.conf <<-'EOF'
 		[daemon]
 		control = /run/vsockmap/cap-control.sock
+		datapath = kernel
 		[cap]
 		listen  = UNIX-LISTEN:/run/vsockmap/cap.sock
 		connect = VSOCK-CONNECT:1:5000
@@ -631,6 +634,10 @@ test_capabilities() {
 		"CapabilityBoundingSet=~CAP_BPF"
 	cap_case cap-no-net-admin fail 'Operation not permitted|EPERM' /etc/vsockmap/cap.conf \
 		"CapabilityBoundingSet=~CAP_NET_ADMIN"
+	# The same without datapath=kernel: the daemon falls back to user space, and serves.
+	grep -v '^datapath' /etc/vsockmap/cap.conf >/etc/vsockmap/cap-auto.conf
+	cap_case cap-no-bpf-falls-back ok 'data path: user space, for every redirect: the BPF object did not load' \
+		/etc/vsockmap/cap-auto.conf "CapabilityBoundingSet=~CAP_BPF"
 	cap_case cap-group-needs-chown fail 'cap.sock: chown: Operation not permitted' \
 		/etc/vsockmap/cap-group.conf
 	cap_case cap-group-with-chown ok 'listening on /run/vsockmap/cap.sock' \
@@ -748,6 +755,8 @@ if want start; then
 		test_journal_fields
 		test_reload
 		want restart && test_restart_no_loss restart-no-loss 1M upload
+		# The user-space path hands its pairs over too (no maps: slot "userspace").
+		want restart && RESTARTS=5 test_restart_no_loss restart-userspace 1M upload userspace
 		# Known to fail now and then (docs/systemd.md): only when asked for by name.
 		[[ " ${SYSTEMD_TESTS:-} " == *" restart-reply "* ]] &&
 			test_restart_no_loss restart-during-reply 128M both
