@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The bytes the daemon moves itself: the reply direction of every redirect, both directions
+ * on the user-space path (datapath=userspace, or the fallback), and what a client sent before
+ * the kernel took over. recv()/send() through the direction's buffer, or splice() through a
+ * pipe where the source allows it; a source is read only while its destination takes more.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "redirect_internal.h"
+#include "util.h"
+
+#define SPLICE_PIPE_SIZE (256 * 1024)
+/* Out of the target, reads up to this size go by recv/send; a full one opens the splice pipe. */
+#define SMALL_READ (4 * 1024)
+
+/* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
+int flush_buf(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	while (dir->buf_off < dir->buf_len) {
+		if (dst->hup) {
+			dir->buf_off = dir->buf_len = 0; /* nobody left to read it */
+			break;
+		}
+		n = send(dst->fd, dir->buf + dir->buf_off, dir->buf_len - dir->buf_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			dst->hup = true;
+			continue;
+		}
+		dir->buf_off += n;
+		dir->user_bytes += n;
+		dir->user_packets++;
+	}
+	dir->buf_off = dir->buf_len = 0;
+	return 1;
+}
+
+/* The source's peer will send no more (read before reading, see forward_some()). */
+bool peer_shut_down(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
+}
+
+/*
+ * The peer closed, not just shut down writing. A zero-length send fails with EPIPE once the
+ * peer stopped receiving (vsock checks peer_shutdown before anything else); a unix peer's
+ * close shows as EPOLLHUP instead.
+ */
+static bool peer_closed(int fd)
+{
+	return send(fd, "", 0, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno == EPIPE;
+}
+
+/* Only while the daemon carries bytes: an idle redirect holds no buffer. */
+char *dir_buf(struct direction *dir)
+{
+	if (!dir->buf) {
+		dir->buf = malloc(SYNC_BUF_SIZE);
+		dir->buf_size = dir->buf ? SYNC_BUF_SIZE : 0;
+	}
+	return dir->buf;
+}
+
+/*
+ * After a read of fd failed with errno: -errno, or 1 to read once more. A vsock socket in a
+ * sockmap never reads 0 at EOF: vsock_bpf_recvmsg() answers EAGAIN. So EAGAIN from a read
+ * made after the peer's shutdown was seen counts as EOF (0); the peer's data is queued before
+ * its shutdown arrives, so nothing can follow. The poll comes only after an EAGAIN, and then
+ * the read is repeated: a read that returned data needs no poll.
+ */
+static int read_failed(int fd, bool *shut)
+{
+	if (errno != EAGAIN)
+		return -errno;
+	if (*shut)
+		return 0;
+	if (!peer_shut_down(fd))
+		return -EAGAIN;
+	*shut = true;
+	return 1;
+}
+
+/* Read what the source holds and write it on. Returns bytes read, 0 at EOF, or -EAGAIN/-errno. */
+ssize_t forward_some(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	bool shut = false;
+	ssize_t n;
+	int err;
+
+	if (!flush_buf(r, src))
+		return -EAGAIN;
+	if (!dir_buf(dir))
+		return -ENOMEM;
+	for (;;) {
+		do
+			n = recv(r->ep[src].fd, dir->buf, dir->buf_size, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n >= 0)
+			break;
+		err = read_failed(r->ep[src].fd, &shut);
+		if (err <= 0)
+			return err;
+	}
+	dir->buf_len = n;
+	flush_buf(r, src);
+	return n;
+}
+
+/* Move what the pipe holds into the destination. 1: empty, 0: destination full. */
+static int splice_flush(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	while (dir->in_pipe) {
+		if (dst->hup) {
+			/* Nobody left to read it: a fresh pipe drops what the old one held. */
+			safe_close(dir->pipe[0]);
+			safe_close(dir->pipe[1]);
+			dir->pipe[0] = dir->pipe[1] = -1;
+			dir->in_pipe = 0;
+			break;
+		}
+		n = splice(dir->pipe[0], NULL, dst->fd, NULL, dir->in_pipe,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			dst->hup = true;
+			continue;
+		}
+		dir->in_pipe -= n;
+		dir->user_bytes += n;
+		dir->user_packets++;
+	}
+	return 1;
+}
+
+/* Send n bytes read into a stack buffer; what the destination cannot take yet waits in dir->buf. */
+static ssize_t send_small(struct redirect *r, int src, const char *data, ssize_t n)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t k = 0, w;
+
+	while (k < n && !dst->hup) {
+		w = send(dst->fd, data + k, n - k, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			dst->hup = true; /* nobody left to read it */
+			break;
+		}
+		k += w;
+		dir->user_bytes += w;
+		dir->user_packets++;
+	}
+	if (k < n && !dst->hup) {
+		if (!dir_buf(dir))
+			return -ENOMEM;
+		memcpy(dir->buf, data + k, n - k);
+		dir->buf_off = 0;
+		dir->buf_len = n - k;
+	}
+	return n;
+}
+
+static int open_pipe(struct direction *dir)
+{
+	if (dir->pipe[0] >= 0)
+		return 0;
+	if (pipe2(dir->pipe, O_NONBLOCK | O_CLOEXEC))
+		return -errno;
+	fcntl(dir->pipe[1], F_SETPIPE_SZ, SPLICE_PIPE_SIZE); /* a bigger pipe if allowed */
+	return 0;
+}
+
+/* Like forward_some(), through the pipe. -EOPNOTSUPP: no splice here, use forward_some(). */
+static ssize_t splice_some(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	bool shut = false;
+	ssize_t n;
+	int err;
+
+	if (!flush_buf(r, src) || !splice_flush(r, src))
+		return -EAGAIN;
+again:
+	if (dir->pipe[0] < 0) {
+		/*
+		 * No pipe until a read fills SMALL_READ: a reply of a few bytes costs a recv and a
+		 * send instead of pipe2, fcntl, two splices and two closes, and an idle redirect
+		 * keeps 2 fds, not 4.
+		 */
+		char small[SMALL_READ];
+
+		do
+			n = recv(r->ep[src].fd, small, sizeof(small), MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0) {
+			err = read_failed(r->ep[src].fd, &shut);
+			if (err > 0)
+				goto again;
+			return err;
+		}
+		if (n == 0)
+			return 0;
+		if ((size_t)n == sizeof(small) && open_pipe(dir))
+			dir->no_splice = true;
+		return send_small(r, src, small, n);
+	}
+	do
+		n = splice(r->ep[src].fd, NULL, dir->pipe[1], NULL, SPLICE_PIPE_SIZE,
+			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EINVAL)
+			return -EOPNOTSUPP;
+		err = read_failed(r->ep[src].fd, &shut);
+		if (err > 0)
+			goto again;
+		return err;
+	}
+	dir->in_pipe = n;
+	splice_flush(r, src);
+	return n;
+}
+
+/*
+ * The daemon's own direction: copy until EOF, then pass the half-close on. Out of the target
+ * it splices: the target is never a verdict source, so its own queue holds all its data
+ * (splicing a source would miss what its psock holds). In user space nothing is in a
+ * sockhash, and both ways splice.
+ */
+void dir_copy(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	if (r->settling && (src == TARGET || r->userspace)) {
+		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
+		if (flush_buf(r, src))
+			splice_flush(r, src);
+		return;
+	}
+
+	do {
+		n = -EOPNOTSUPP;
+		if ((src == TARGET || r->userspace) && !dir->no_splice)
+			n = splice_some(r, src);
+		if (n == -EOPNOTSUPP) {
+			dir->no_splice = true;
+			n = forward_some(r, src);
+		}
+	} while (n > 0 && !dir_pending(dir));
+	if (n == -EAGAIN && src == TARGET && r->stop_reading_target)
+		n = 0;
+	if (n > 0 || n == -EAGAIN)
+		return; /* blocked on the destination, or nothing more yet */
+	if (n < 0 || peer_closed(r->ep[src].fd)) {
+		r->close_after_drain = true; /* the source is broken, or its peer gone for good */
+		/*
+		 * Nothing the daemon reads the other way can reach it now. A vsock peer's close
+		 * shows no EPOLLHUP (poll_endpoint()): without this, a user-space pair would wait
+		 * for the client forever, and the client for its EOF.
+		 */
+		if (r->dir[1 - src].state == DIR_COPY && !dir_pending(&r->dir[1 - src]))
+			r->dir[1 - src].state = DIR_DONE;
+	}
+	if (dir_pending(dir))
+		return;
+	/*
+	 * A source that is gone for good (the server closed) closes the pair right away, so the
+	 * client's next write fails with EPIPE instead of vanishing; otherwise pass the half-close.
+	 */
+	if (!dst->hup && !r->ep[src].hup && !r->close_after_drain)
+		shutdown(dst->fd, SHUT_WR);
+	dir->state = DIR_DONE;
+}

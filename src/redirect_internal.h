@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A redirect's insides, shared by redirect.c (set-up, the kernel path's hand-off, drain and
+ * close) and redirect_copy.c (the bytes the daemon moves itself). Nothing else includes it.
+ */
+#ifndef VSOCKMAP_REDIRECT_INTERNAL_H
+#define VSOCKMAP_REDIRECT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "vsockmap.h"
+
+/* A direction's buffer, while the daemon carries its bytes; never smaller once grown. */
+#define SYNC_BUF_SIZE (256 * 1024)
+
+enum { CLIENT = 0, TARGET = 1 };
+
+enum dir_state {
+	DIR_SYNC,     /* the daemon forwards what arrived before the kernel takes over */
+	DIR_OPEN,     /* the kernel redirects */
+	DIR_SWEEP,    /* gate closed: take what was left behind at the insert (dir_sweep()) */
+	DIR_CATCHUP,  /* gate closed: forward what the verdict held, then open it */
+	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
+	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
+	DIR_DONE,
+};
+
+struct endpoint {
+	int fd;
+	uint64_t cookie;
+	uint32_t events; /* what it is registered for in the redirects' epoll set */
+	bool watched;	 /* registered there */
+	bool in_map;
+	bool hup; /* closed or broken: nothing more can be sent to it */
+};
+
+struct direction {
+	enum dir_state state;
+	char *buf; /* bytes read from the source, not yet written to the destination */
+	size_t buf_len, buf_off;
+	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
+	uint64_t user_packets;
+	uint64_t drain_started_usec;
+	uint64_t drain_epoch; /* iterator passes made before the drain began: too old for it */
+	size_t buf_size;
+	/* DIR_COPY out of the target: splice() through a pipe, one copy fewer than recv/send */
+	int pipe[2];
+	size_t in_pipe;
+	bool no_splice;
+	int64_t left_behind;	   /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
+	uint64_t left_verdicts;	   /* verdict runs (redirected + held) when last checked */
+	uint64_t left_check_usec;  /* when to look at it again */
+	uint64_t gate_usec;	   /* when the gate was last closed or opened */
+	uint64_t held_taken;	   /* bytes of the gate's held count read by the daemon */
+	bool held_in_flight;	   /* DIR_CATCHUP: held bytes counted, not yet queued */
+	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
+	uint64_t drain_last_change_usec;
+};
+
+struct redirect {
+	struct redirect *next, *prev;
+	struct daemon *d;
+	struct listener *l;
+	uint64_t id;
+	struct endpoint ep[2];
+	struct direction dir[VSOCKMAP_NR_DIRS]; /* indexed by source endpoint */
+	uint32_t slot;
+	bool has_slot;
+	bool userspace; /* the daemon carries both ways: no sockhash (datapath=userspace) */
+	bool linked;	/* the client's cookie is in the links map */
+	bool connecting;
+	bool close_after_drain;
+	bool stop_reading_target; /* closing on request: deliver what is queued, then stop */
+	bool idle_closing;	  /* closed by the idle timeout */
+	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
+	uint64_t idle_since_usec; /* when idle_bytes last changed */
+	bool settling;	  /* restart: read no more from the target, so that nothing is in flight */
+	bool handed_over; /* in systemd's fd store: its map entries are the next instance's */
+	sd_event_source *timer;
+	unsigned int batch; /* the last events batch that stepped it */
+	bool dead;	    /* freed during an events batch: free()d after it */
+	bool wants_pass;    /* on events.wants_pass: step again after the batch's pass */
+	struct redirect *next_wants_pass;
+	uint64_t started_usec;
+	uint64_t connect_deadline_usec;
+	struct ucred cred;
+	char comm[32];
+};
+
+/* Bytes read from the source and not yet written to the destination. */
+static inline bool dir_pending(const struct direction *dir)
+{
+	return dir->buf_off < dir->buf_len || dir->in_pipe;
+}
+
+/* ---- redirect_copy.c ---- */
+
+/* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
+int flush_buf(struct redirect *r, int src);
+/* The source's peer shut down writing, or closed. */
+bool peer_shut_down(int fd);
+/* The direction's buffer, allocated on first use; NULL without memory. */
+char *dir_buf(struct direction *dir);
+/* Read what the source holds and write it on. Bytes read, 0 at EOF, or -EAGAIN/-errno. */
+ssize_t forward_some(struct redirect *r, int src);
+/* DIR_COPY: copy until EOF (splice() where the source allows), then pass the half-close on. */
+void dir_copy(struct redirect *r, int src);
+
+#endif
