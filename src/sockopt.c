@@ -172,39 +172,49 @@ void unix_listener_unlink(const struct address *addr)
 	unlink(addr->path);
 }
 
+/* CID:PORT into ss; returns its length. */
+static socklen_t make_sockaddr_vm(uint32_t cid, uint32_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_vm *svm = (struct sockaddr_vm *)ss;
+
+	svm->svm_family = AF_VSOCK;
+	svm->svm_cid = cid;
+	svm->svm_port = port;
+	return sizeof(*svm);
+}
+
+/* The address's numeric IPv4 or IPv6 address and its port into ss; returns its length. */
+static socklen_t make_sockaddr_inet(const struct address *addr, struct sockaddr_storage *ss)
+{
+	if (addr->inet_family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(addr->port);
+		memcpy(&sin6->sin6_addr, addr->inet_addr, sizeof(sin6->sin6_addr));
+		return sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(addr->port);
+		memcpy(&sin->sin_addr, addr->inet_addr, sizeof(sin->sin_addr));
+		return sizeof(*sin);
+	}
+}
+
 int net_listener_open(const struct address *addr, const char **why)
 {
 	struct sockaddr_storage ss = {};
 	socklen_t len;
-	int fd, family, r, on = 1;
+	int fd, r, on = 1;
 
-	if (addr->kind == ADDRESS_VSOCK_LISTEN) {
-		struct sockaddr_vm *svm = (struct sockaddr_vm *)&ss;
-
-		family = AF_VSOCK;
-		svm->svm_family = AF_VSOCK;
-		svm->svm_cid = VMADDR_CID_ANY;
-		svm->svm_port = addr->port;
-		len = sizeof(*svm);
-	} else if (addr->inet_family == AF_INET6) {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		family = AF_INET6;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(addr->port);
-		memcpy(&sin6->sin6_addr, addr->inet_addr, sizeof(sin6->sin6_addr));
-		len = sizeof(*sin6);
-	} else {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		family = AF_INET;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(addr->port);
-		memcpy(&sin->sin_addr, addr->inet_addr, sizeof(sin->sin_addr));
-		len = sizeof(*sin);
-	}
+	if (addr->kind == ADDRESS_VSOCK_LISTEN)
+		len = make_sockaddr_vm(VMADDR_CID_ANY, addr->port, &ss);
+	else
+		len = make_sockaddr_inet(addr, &ss);
 	*why = "socket";
-	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	*why = "reuseaddr";
@@ -237,43 +247,21 @@ int target_connect_start(const struct address *addr, int *in_progress)
 {
 	struct sockaddr_storage ss = {};
 	socklen_t len;
-	int fd, family, type = SOCK_STREAM;
+	int fd, type = SOCK_STREAM;
 
 	if (addr->kind == ADDRESS_VSOCK_CONNECT) {
-		struct sockaddr_vm *svm = (struct sockaddr_vm *)&ss;
-
-		family = AF_VSOCK;
 		type = addr->sock_type == SOCK_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
-		svm->svm_family = AF_VSOCK;
-		svm->svm_cid = addr->cid;
-		svm->svm_port = addr->port;
-		len = sizeof(*svm);
+		len = make_sockaddr_vm(addr->cid, addr->port, &ss);
 	} else if (addr->kind == ADDRESS_TCP_CONNECT) {
-		family = addr->inet_family;
-		if (family == AF_INET) {
-			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-			sin->sin_family = AF_INET;
-			sin->sin_port = htons(addr->port);
-			memcpy(&sin->sin_addr, addr->inet_addr, sizeof(sin->sin_addr));
-			len = sizeof(*sin);
-		} else {
-			struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-			sin6->sin6_family = AF_INET6;
-			sin6->sin6_port = htons(addr->port);
-			memcpy(&sin6->sin6_addr, addr->inet_addr, sizeof(sin6->sin6_addr));
-			len = sizeof(*sin6);
-		}
+		len = make_sockaddr_inet(addr, &ss);
 	} else if (addr->kind == ADDRESS_UNIX_CONNECT) {
-		family = AF_UNIX;
 		if (make_sockaddr_un(addr->path, (struct sockaddr_un *)&ss))
 			return -ENAMETOOLONG;
 		len = sizeof(struct sockaddr_un);
 	} else {
 		return -EINVAL;
 	}
-	fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(ss.ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	socket_set_bufs(fd, addr);
