@@ -306,10 +306,8 @@ static void on_connected(struct dgram_forwarder *f)
 	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
 	err = f->userspace ? 0
 			   : dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
-	if (err == -EOPNOTSUPP && f->d->cfg.daemon.datapath == DATAPATH_AUTO) {
+	if (listener_target_refused(f->l, err)) {
 		/* The verdict keeps holding every datagram; the daemon sends them all. */
-		listener_use_userspace(f->l, "the kernel cannot put the target socket in a "
-					     "sockhash (EOPNOTSUPP; vsock needs Linux 6.4)");
 		f->userspace = true;
 		err = 0;
 	}

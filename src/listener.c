@@ -283,12 +283,18 @@ void listener_set_userspace(struct listener *l, const char *why)
 	snprintf(l->userspace_why, sizeof(l->userspace_why), "%s", why);
 }
 
-void listener_use_userspace(struct listener *l, const char *why)
+bool listener_target_refused(struct listener *l, int err)
 {
-	if (l->userspace)
-		return;
-	listener_set_userspace(l, why);
-	log_notice("[%s] data path: user space from now on: %s", l->rc->name, why);
+	static const char why[] = "the kernel cannot put the target socket in a sockhash "
+				  "(EOPNOTSUPP; vsock needs Linux 6.4)";
+
+	if (err != -EOPNOTSUPP || l->d->cfg.daemon.datapath != DATAPATH_AUTO)
+		return false;
+	if (!l->userspace) {
+		listener_set_userspace(l, why);
+		log_notice("[%s] data path: user space from now on: %s", l->rc->name, why);
+	}
+	return true;
 }
 
 void listener_retire(struct listener *l)

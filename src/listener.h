@@ -48,8 +48,12 @@ void listener_retire(struct listener *l);
 
 /* Its redirects run in user space, for the reason given (logged with the listener). */
 void listener_set_userspace(struct listener *l, const char *why);
-/* The same, found out at a redirect: logged now, once per listener. */
-void listener_use_userspace(struct listener *l, const char *why);
+/*
+ * err from adding a redirect's target to the sockhash: true if the redirect should run in
+ * user space instead (EOPNOTSUPP, datapath=auto). The listener's later redirects do too;
+ * logged once per listener.
+ */
+bool listener_target_refused(struct listener *l, int err);
 
 /* Stop accepting for now (a restart hands the socket over; clients wait in the backlog). */
 void listener_pause(struct listener *l);

@@ -419,12 +419,9 @@ static int link_pair(struct redirect *r)
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
 	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
-	if (err == -EOPNOTSUPP && d->cfg.daemon.datapath == DATAPATH_AUTO) {
-		/* A kernel that cannot put this target in a sockhash (vsock before 6.4). */
+	if (listener_target_refused(r->l, err)) {
 		dataplane_unlink(d->dp, r->ep[CLIENT].cookie);
 		r->linked = false;
-		listener_use_userspace(r->l, "the kernel cannot put the target socket in a "
-					     "sockhash (EOPNOTSUPP; vsock needs Linux 6.4)");
 		r->userspace = true;
 		return 0;
 	}
