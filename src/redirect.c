@@ -318,7 +318,7 @@ static int update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    !dir_pending(out) && !(r->settling && (i == TARGET || r->userspace)))
+			    !dir_pending(out) && !(r->settling && source_never_mapped(r, i)))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;

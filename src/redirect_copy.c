@@ -261,7 +261,7 @@ void dir_copy(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (r->settling && (src == TARGET || r->userspace)) {
+	if (r->settling && source_never_mapped(r, src)) {
 		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
 		if (flush_buf(r, src))
 			splice_flush(r, src);
@@ -270,7 +270,7 @@ void dir_copy(struct redirect *r, int src)
 
 	do {
 		n = -EOPNOTSUPP;
-		if ((src == TARGET || r->userspace) && !dir->no_splice)
+		if (source_never_mapped(r, src) && !dir->no_splice)
 			n = splice_some(r, src);
 		if (n == -EOPNOTSUPP) {
 			dir->no_splice = true;

@@ -98,6 +98,16 @@ static inline bool dir_pending(const struct direction *dir)
 	return dir->buf_off < dir->buf_len || dir->in_pipe;
 }
 
+/*
+ * A source the daemon may read, splice from and stop reading at will: one never in a
+ * sockhash (the target; both ends on the user-space path). A mapped source's bytes may sit
+ * in its psock, where a read or splice of the socket does not see them.
+ */
+static inline bool source_never_mapped(const struct redirect *r, int src)
+{
+	return src == TARGET || r->userspace;
+}
+
 /* ---- redirect_copy.c ---- */
 
 /* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
