@@ -626,7 +626,8 @@ static int parse_listen_port(struct address *addr, const char *body, char *err, 
 	int r;
 
 	if (!*body)
-		return set_err(err, errlen, "missing port: expected %s:PORT", kind_names[addr->kind]);
+		return set_err(err, errlen, "missing port: expected %s:PORT",
+			       kind_names[addr->kind]);
 	r = parse_number("port", body, 1, vsock ? UINT32_MAX - 1 : 65535, &v, err, errlen);
 	if (!r)
 		addr->port = (uint32_t)v;
@@ -687,7 +688,7 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 		r = parse_vsock(addr, body, err, errlen);
 	} else if (kw->kind == ADDRESS_TCP_CONNECT) {
 		r = parse_tcp(addr, body, err, errlen);
-	} else if (!address_has_file(addr) && !address_is_target(addr)) {
+	} else if (kw->kind == ADDRESS_VSOCK_LISTEN || kw->kind == ADDRESS_TCP_LISTEN) {
 		r = parse_listen_port(addr, body, err, errlen);
 	} else if (!*body) {
 		r = set_err(err, errlen, "missing path after %s:", kind_names[kw->kind]);

@@ -491,6 +491,8 @@ static int config_handler(void *user, const char *section, const char *name, con
 static int close_section(struct loader *ld)
 {
 	const struct redirect_config *rd;
+	unsigned int allow_line;
+	bool has_allow;
 
 	if (ld->section != SECTION_REDIRECT)
 		return 0;
@@ -499,20 +501,20 @@ static int close_section(struct loader *ld)
 		return loader_error(ld, ld->section_line, "[%s] has no listen= address", rd->name);
 	if (!ld->key_lines[KEY_CONNECT])
 		return loader_error(ld, ld->section_line, "[%s] has no connect= address", rd->name);
-	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids) &&
-	    !address_has_file(&rd->listen))
+	has_allow = rd->allow.n_uids || rd->allow.n_gids;
+	allow_line = ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID];
+	if (has_allow && rd->listen.kind == ADDRESS_UNIX_RECV)
 		return loader_error(
-		    ld, ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
-		    "allow-uid and allow-gid need a UNIX-LISTEN address: a %s peer has no "
-		    "credentials the kernel vouches for",
-		    address_kind_name(rd->listen.kind));
-	if (rd->listen.kind != ADDRESS_UNIX_LISTEN && (rd->allow.n_uids || rd->allow.n_gids))
-		return loader_error(
-		    ld, ld->key_lines[KEY_ALLOW_UID] ?: ld->key_lines[KEY_ALLOW_GID],
+		    ld, allow_line,
 		    "allow-uid and allow-gid need a UNIX-LISTEN address (a datagram "
 		    "has no connected peer to check); limit %s with mode=, user= "
 		    "and group=",
 		    rd->listen.path);
+	if (has_allow && rd->listen.kind != ADDRESS_UNIX_LISTEN)
+		return loader_error(ld, allow_line,
+				    "allow-uid and allow-gid need a UNIX-LISTEN address: a %s peer "
+				    "has no credentials the kernel vouches for",
+				    address_kind_name(rd->listen.kind));
 	if (rd->connect.kind == ADDRESS_UNIX_CONNECT && !strcmp(rd->connect.path, rd->listen.path))
 		return loader_error(ld, ld->key_lines[KEY_CONNECT],
 				    "connect path %s is this redirect's own listen path",
