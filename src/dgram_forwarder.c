@@ -304,14 +304,15 @@ static void on_connected(struct dgram_forwarder *f)
 		return;
 	}
 	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
-	err = f->userspace ? 0
-			   : dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
-	if (listener_target_refused(f->l, err)) {
-		/* The verdict keeps holding every datagram; the daemon sends them all. */
-		f->userspace = true;
-		err = 0;
+	if (!f->userspace) {
+		err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
+		err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
+		/* Refused: the verdict keeps holding every datagram; the daemon sends them all. */
+		if (listener_target_refused(f->l, err)) {
+			f->userspace = true;
+			err = 0;
+		}
 	}
-	err = err ?: f->userspace ? 0 : dgram_plane_set_target(f->gp, f->target_cookie);
 	if (err) {
 		retry_later(f, err, "adding the target to the sockhash:");
 		return;

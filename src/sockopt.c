@@ -105,9 +105,13 @@ int unix_listener_open(const struct address *addr, const char **why)
 	r = mkdir_parents(addr->path);
 	if (r)
 		return r;
-	*why = addr->unlink_early ? "unlink-early" : "checking the existing socket file";
-	r = addr->unlink_early ? (unlink(addr->path) && errno != ENOENT ? -errno : 0)
-			       : remove_stale_socket(&sun, type);
+	if (addr->unlink_early) {
+		*why = "unlink-early";
+		r = unlink(addr->path) && errno != ENOENT ? -errno : 0;
+	} else {
+		*why = "checking the existing socket file";
+		r = remove_stale_socket(&sun, type);
+	}
 	if (r)
 		return r;
 	bind_path(addr, path, sizeof(path));
