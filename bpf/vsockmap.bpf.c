@@ -26,8 +26,9 @@ struct {
 } sockets SEC(".maps");
 
 /*
- * Redirect destinations, by cookie. No program is attached, so their own incoming data stays
- * in their receive queue, where the daemon reads it with the socket's normal flow control.
+ * Redirect destinations, by cookie. No sk_skb program is attached, so their own incoming data
+ * stays in their receive queue, where the daemon reads it with the socket's normal flow
+ * control. The sk_msg verdict is: it runs when a TCP destination sends.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_SOCKHASH);
@@ -152,10 +153,12 @@ static __always_inline void count(__u32 idx, __u32 len, int what)
  * Redirect skb to the destination socket, unless the gate says the daemon still owns the
  * stream (closed, or held bytes not yet forwarded) or the destination has left the map; then
  * the verdict passes it up to the socket, counted as held, and the daemon forwards it in
- * order. Returns true when the skb is held.
+ * order. Returns true when the skb is held. With counted false nothing is counted: the
+ * gate's held bytes are not statistics but the ordering, and stay.
  */
 static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest,
-					     struct sock *unix_receiver, bool record_len)
+					     struct sock *unix_receiver, bool record_len,
+					     bool counted)
 {
 	__u32 len = skb->len;
 
@@ -170,7 +173,8 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	 */
 	if (gate->open && gate->held == gate->released && *dest && !held_unread(unix_receiver) &&
 	    bpf_sk_redirect_hash(skb, &egress, dest, 0) == SK_PASS) {
-		count(idx, len, -1);
+		if (counted)
+			count(idx, len, -1);
 		return false;
 	}
 	/*
@@ -180,13 +184,12 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	if (record_len && bpf_map_push_elem(&dgram_held_lens, &len, 0))
 		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
 	__sync_fetch_and_add(&gate->held, len);
-	count(idx, len, SK_PASS);
+	if (counted)
+		count(idx, len, SK_PASS);
 	return true;
 }
 
-/* Stream pairs: unix <-> vsock, unix <-> unix, unix <-> TCP. */
-SEC("sk_skb")
-int vsockmap_verdict(struct __sk_buff *skb)
+static __always_inline int stream_verdict(struct __sk_buff *skb, bool counted)
 {
 	struct sock *unix_receiver;
 	__u64 key = receiver_cookie(skb, &unix_receiver);
@@ -196,8 +199,25 @@ int vsockmap_verdict(struct __sk_buff *skb)
 	if (!link)
 		return SK_PASS; /* not ours, or not yet linked: leave it to the socket */
 	redirect_or_hold(skb, link->slot * VSOCKMAP_NR_DIRS + (link->dir & 1),
-			 &link->partner_cookie, unix_receiver, false);
+			 &link->partner_cookie, unix_receiver, false, counted);
 	return SK_PASS;
+}
+
+/* Stream pairs: unix <-> vsock, unix <-> unix, unix <-> TCP. */
+SEC("sk_skb")
+int vsockmap_verdict(struct __sk_buff *skb)
+{
+	return stream_verdict(skb, true);
+}
+
+/*
+ * fastpath=permanent: the same decisions, no counters. The daemon then never reads this
+ * direction's counters (struct vsockmap_gate, uncounted) and needs the queue iterator.
+ */
+SEC("sk_skb")
+int vsockmap_verdict_uncounted(struct __sk_buff *skb)
+{
+	return stream_verdict(skb, false);
 }
 
 /*
@@ -211,17 +231,34 @@ int vsockmap_dgram_verdict(struct __sk_buff *skb)
 	__u64 *target = bpf_map_lookup_elem(&dgram_target, &zero);
 
 	if (target)
-		redirect_or_hold(skb, idx, target, NULL, true);
+		redirect_or_hold(skb, idx, target, NULL, true, true);
 	return SK_PASS;
 }
 
+/* Runs of the sk_msg verdicts below, for vsockmapctl status. */
+__u64 msg_runs = 0;
+
 /*
- * TCP senders run sk_msg before their data is queued. Pass everything: the stream verdict
- * above handles TCP ingress the same way as unix and vsock.
+ * sk_msg runs when a TCP socket in one of our sockhashes sends: a TCP target in egress, for
+ * every chunk the psock backlog worker sends out of it and for the daemon's own writes. It
+ * never runs for unix or vsock. Pass everything: the data is already where it should be.
  */
 SEC("sk_msg")
 int vsockmap_msg(struct sk_msg_md *msg)
 {
+	__sync_fetch_and_add(&msg_runs, 1);
+	return SK_PASS;
+}
+
+/*
+ * fastpath=permanent: the verdict covers the next 4 GiB the socket sends, so it runs once per
+ * 4 GiB instead of once per send (DESIGN fact 9; BPF_F_PERMANENT was never merged).
+ */
+SEC("sk_msg")
+int vsockmap_msg_permanent(struct sk_msg_md *msg)
+{
+	__sync_fetch_and_add(&msg_runs, 1);
+	bpf_msg_apply_bytes(msg, 0xffffffff);
 	return SK_PASS;
 }
 

@@ -40,7 +40,11 @@ struct vsockmap_gate {
 	__u64 held;	/* bytes passed up to the socket (written by BPF, atomic add) */
 	__u64 released; /* value of held the daemon has fully forwarded (written by daemon) */
 	__u32 open;	/* 1 once the partner is in the sockhash (written by daemon) */
-	__u32 pad;
+	/*
+	 * 1: the source entered the sockhash under the verdict that counts nothing
+	 * (fastpath=permanent). Written by the daemon at the link, kept across restarts.
+	 */
+	__u32 uncounted;
 };
 
 /* counters[slot * 2 + dir], per CPU. */

@@ -110,7 +110,9 @@ static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
 	return err;
 }
 
-static int skel_load(struct dataplane *dp, bool with_iterator, dataplane_stored_map_fn stored)
+/* with_iterator: the queue iterator, and with it fastpath=permanent if asked for. */
+static int skel_load(struct dataplane *dp, bool with_iterator, bool permanent,
+		     dataplane_stored_map_fn stored)
 {
 	struct vsockmap_bpf *skel;
 	int err;
@@ -118,8 +120,13 @@ static int skel_load(struct dataplane *dp, bool with_iterator, dataplane_stored_
 	skel = vsockmap_bpf__open();
 	if (!skel)
 		return -errno;
+	permanent = permanent && with_iterator;
 	bpf_program__set_autoload(skel->progs.vsockmap_dgram_verdict, false);
 	bpf_program__set_autoload(skel->progs.vsockmap_queues, with_iterator);
+	bpf_program__set_autoload(skel->progs.vsockmap_verdict, !permanent);
+	bpf_program__set_autoload(skel->progs.vsockmap_msg, !permanent);
+	bpf_program__set_autoload(skel->progs.vsockmap_verdict_uncounted, permanent);
+	bpf_program__set_autoload(skel->progs.vsockmap_msg_permanent, permanent);
 	err = stored ? reuse_stored_maps(dp, skel, stored) : 0;
 	if (err) {
 		vsockmap_bpf__destroy(skel);
@@ -131,23 +138,31 @@ static int skel_load(struct dataplane *dp, bool with_iterator, dataplane_stored_
 		return err;
 	}
 	dp->skel = skel;
+	dp->features.permanent = permanent;
 	return 0;
 }
 
+/*
+ * The sk_skb verdict on sources; the sk_msg verdict on both sockhashes, since a TCP socket
+ * sends as a destination (sk_msg never runs for unix or vsock). A socket keeps the programs
+ * its map had when it entered: redirects a previous instance handed over keep theirs.
+ */
 static int attach_verdicts(struct dataplane *dp)
 {
-	int map = bpf_map__fd(dp->skel->maps.sockets);
-	int err;
+	struct vsockmap_bpf *skel = dp->skel;
+	bool permanent = dp->features.permanent;
+	int verdict = bpf_program__fd(permanent ? skel->progs.vsockmap_verdict_uncounted
+						: skel->progs.vsockmap_verdict);
+	int msg = bpf_program__fd(permanent ? skel->progs.vsockmap_msg_permanent
+					    : skel->progs.vsockmap_msg);
 
 	/* bpf_program__attach_sockmap() needs libbpf 1.5; bookworm has 1.1. */
-	err = bpf_prog_attach(bpf_program__fd(dp->skel->progs.vsockmap_verdict), map,
-			      BPF_SK_SKB_VERDICT, 0);
-	if (err)
+	if (bpf_prog_attach(verdict, bpf_map__fd(skel->maps.sockets), BPF_SK_SKB_VERDICT, 0))
 		return log_errno(LOG_ERR, errno, "attaching the sk_skb verdict to the sockhash");
-	err = bpf_prog_attach(bpf_program__fd(dp->skel->progs.vsockmap_msg), map,
-			      BPF_SK_MSG_VERDICT, 0);
-	if (err)
-		return log_errno(LOG_ERR, errno, "attaching the sk_msg program to the sockhash");
+	if (bpf_prog_attach(msg, bpf_map__fd(skel->maps.sockets), BPF_SK_MSG_VERDICT, 0))
+		return log_errno(LOG_ERR, errno, "attaching the sk_msg verdict to the sockhash");
+	if (bpf_prog_attach(msg, bpf_map__fd(skel->maps.egress), BPF_SK_MSG_VERDICT, 0))
+		return log_errno(LOG_ERR, errno, "attaching the sk_msg verdict to egress");
 	return 0;
 }
 
@@ -185,7 +200,8 @@ static int init_slots(struct dataplane *dp)
 	return 0;
 }
 
-int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_stored_map_fn stored)
+int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
+		   dataplane_stored_map_fn stored)
 {
 	struct dataplane *dp;
 	int err;
@@ -206,7 +222,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_store
 
 	err = -ECANCELED; /* --drain=timed */
 	if (mode != DRAIN_TIMED) {
-		err = skel_load(dp, true, stored);
+		err = skel_load(dp, true, permanent, stored);
 		if (err && mode == DRAIN_ITERATOR) {
 			log_errno(LOG_ERR, err, "loading the BPF object with its queue iterator");
 			goto out_free;
@@ -215,7 +231,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_store
 	dp->features.iterator = !err;
 	dp->features.iterator_error = err;
 	if (err) {
-		err = skel_load(dp, false, stored);
+		err = skel_load(dp, false, false, stored);
 		if (err) {
 			log_errno(LOG_ERR, err, "loading the BPF object");
 			goto out_free;
@@ -376,7 +392,19 @@ int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint
 
 	if (bpf_map_update_elem(bpf_map__fd(dp->skel->maps.links), &cookie, &link, BPF_ANY))
 		return -errno;
+	/* The source enters the sockhash under this instance's verdict, and keeps it. */
+	dataplane_gate(dp, slot, dir)->uncounted = dp->features.permanent;
 	return 0;
+}
+
+bool dataplane_counted(struct dataplane *dp, uint32_t slot, uint32_t dir)
+{
+	return !dataplane_gate(dp, slot, dir)->uncounted;
+}
+
+uint64_t dataplane_msg_runs(const struct dataplane *dp)
+{
+	return __atomic_load_n(&dp->skel->bss->msg_runs, __ATOMIC_RELAXED);
 }
 
 static int sockhash_add(struct bpf_map *map, uint64_t cookie, int fd)

@@ -20,13 +20,19 @@ enum drain_mode {
 struct dataplane_features {
 	bool iterator;	    /* the queue iterator loaded: exact drain signal */
 	int iterator_error; /* -errno from loading it, when it did not */
+	bool permanent;	    /* fastpath=permanent: uncounted sk_skb verdict, sk_msg per 4 GiB */
 };
 
 /* The fd of a map NAME stored by a previous instance (the caller's copy), or -ENOENT. */
 typedef int (*dataplane_stored_map_fn)(const char *name);
 
-/* stored: NULL, or where to look for a previous instance's maps to load on top of. */
-int dataplane_open(struct dataplane **out, enum drain_mode mode, dataplane_stored_map_fn stored);
+/*
+ * stored: NULL, or where to look for a previous instance's maps to load on top of.
+ * permanent: fastpath=permanent, if the queue iterator loads (the drain needs it when nothing
+ * is counted); dataplane_features() says whether it is in force.
+ */
+int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
+		   dataplane_stored_map_fn stored);
 /* Loaded on top of every map a previous instance stored: its redirects can go on. */
 bool dataplane_maps_reused(const struct dataplane *dp);
 /* Calls fn for each map of the object (not its internal .bss), with the daemon's fd. */
@@ -53,6 +59,13 @@ int dataplane_slot_reserve_cb(void *dp, uint32_t slot);
 /* Link a source socket to its destination (direction dir of slot). */
 int dataplane_link(struct dataplane *dp, uint64_t cookie, uint64_t partner, uint32_t slot,
 		   uint32_t dir);
+/*
+ * Direction dir of slot counts its bytes and skbs: false when its source entered the sockhash
+ * under the uncounted verdict, in this instance or the one that handed it over.
+ */
+bool dataplane_counted(struct dataplane *dp, uint32_t slot, uint32_t dir);
+/* How often this instance's sk_msg verdict has run. */
+uint64_t dataplane_msg_runs(const struct dataplane *dp);
 /* A socket whose incoming data the verdict redirects. Link it first. */
 int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd);
 /* A socket that redirected data is sent out of; its own incoming data is left alone. */

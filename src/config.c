@@ -51,10 +51,11 @@ enum daemon_key {
 	KEY_IDLE_TIMEOUT,
 	KEY_MAX_REDIRECTS,
 	KEY_DATAPATH,
+	KEY_FASTPATH,
 };
 static const char *const daemon_keys[] = {
-    "control",	     "control-mode", "control-group", "connect-timeout", "sndbuf",
-    "drain-timeout", "log-level",    "idle-timeout",  "max-redirects",	 "datapath",
+    "control",	 "control-mode", "control-group", "connect-timeout", "sndbuf",	 "drain-timeout",
+    "log-level", "idle-timeout", "max-redirects", "datapath",	     "fastpath",
 };
 
 enum redirect_key { KEY_LISTEN, KEY_CONNECT, KEY_ALLOW_UID, KEY_ALLOW_GID };
@@ -153,7 +154,7 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 				    "unknown key \"%s\" (valid keys in [daemon]: control, "
 				    "control-mode, control-group, connect-timeout, sndbuf, "
 				    "drain-timeout, log-level, idle-timeout, max-redirects, "
-				    "datapath)",
+				    "datapath, fastpath)",
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
@@ -302,6 +303,19 @@ found:
 }
 
 static const char *const datapath_names[] = {"auto", "kernel", "userspace"};
+static const char *const fastpath_names[] = {"counted", "permanent"};
+
+#define N_NAMES(a) (sizeof(a) / sizeof((a)[0]))
+
+static int name_index(const char *const *names, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(name, names[i]))
+			return (int)i;
+	return -EINVAL;
+}
 
 const char *datapath_mode_name(enum datapath_mode mode)
 {
@@ -310,12 +324,17 @@ const char *datapath_mode_name(enum datapath_mode mode)
 
 int datapath_mode_parse(const char *name)
 {
-	size_t i;
+	return name_index(datapath_names, N_NAMES(datapath_names), name);
+}
 
-	for (i = 0; i < sizeof(datapath_names) / sizeof(datapath_names[0]); i++)
-		if (!strcmp(name, datapath_names[i]))
-			return (int)i;
-	return -EINVAL;
+const char *fastpath_mode_name(enum fastpath_mode mode)
+{
+	return fastpath_names[mode];
+}
+
+int fastpath_mode_parse(const char *name)
+{
+	return name_index(fastpath_names, N_NAMES(fastpath_names), name);
 }
 
 static int parse_datapath(struct loader *ld, const char *text)
@@ -326,6 +345,17 @@ static int parse_datapath(struct loader *ld, const char *text)
 		return loader_error(ld, ld->line,
 				    "datapath \"%s\" is not one of auto, kernel, userspace", text);
 	ld->daemon.datapath = (enum datapath_mode)mode;
+	return 0;
+}
+
+static int parse_fastpath(struct loader *ld, const char *text)
+{
+	int mode = fastpath_mode_parse(text);
+
+	if (mode < 0)
+		return loader_error(ld, ld->line,
+				    "fastpath \"%s\" is not one of counted, permanent", text);
+	ld->daemon.fastpath = (enum fastpath_mode)mode;
 	return 0;
 }
 
@@ -369,6 +399,8 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		return parse_log_level(ld, value);
 	case KEY_DATAPATH:
 		return parse_datapath(ld, value);
+	case KEY_FASTPATH:
+		return parse_fastpath(ld, value);
 	}
 	return r ? loader_error(ld, ld->line, "%s", msg) : 0;
 }
@@ -488,12 +520,25 @@ static int config_handler(void *user, const char *section, const char *name, con
 }
 
 /* A redirect is complete when its section ends: both keys, and not connected to itself. */
+/* [daemon] keys that depend on each other. */
+static int close_daemon_section(struct loader *ld)
+{
+	if (ld->daemon.fastpath == FASTPATH_PERMANENT && ld->daemon.idle_timeout_ms)
+		return loader_error(
+		    ld, ld->key_lines[KEY_IDLE_TIMEOUT],
+		    "idle-timeout needs the byte counters, which fastpath=permanent "
+		    "drops; use one or the other");
+	return 0;
+}
+
 static int close_section(struct loader *ld)
 {
 	const struct redirect_config *rd;
 	unsigned int allow_line;
 	bool has_allow;
 
+	if (ld->section == SECTION_DAEMON)
+		return close_daemon_section(ld);
 	if (ld->section != SECTION_REDIRECT)
 		return 0;
 	rd = &ld->redirects[ld->n_redirects - 1];

@@ -39,6 +39,13 @@ struct redirect_config {
 /* datapath=: who moves the bytes. auto: the kernel where it can, else the daemon. */
 enum datapath_mode { DATAPATH_AUTO, DATAPATH_KERNEL, DATAPATH_USERSPACE };
 
+/*
+ * fastpath=: what the kernel path's verdicts do per message. counted: the sk_skb verdict
+ * counts every skb and the sk_msg verdict runs per send; permanent: a verdict that counts
+ * nothing, and an sk_msg verdict that applies to the next 4 GiB (bpf_msg_apply_bytes()).
+ */
+enum fastpath_mode { FASTPATH_COUNTED, FASTPATH_PERMANENT };
+
 struct daemon_config {
 	char control_path[ADDRESS_PATH_MAX]; /* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
 	unsigned int control_mode;	     /* control-mode= octal, at most 0777 */
@@ -52,12 +59,17 @@ struct daemon_config {
 	unsigned int max_redirects;    /* max-redirects=; default VSOCKMAP_MAX_REDIRECTS */
 	int log_level;		       /* log-level= err|warning|notice|info|debug */
 	enum datapath_mode datapath;   /* datapath= auto|kernel|userspace; default auto */
+	enum fastpath_mode fastpath;   /* fastpath= counted|permanent; default counted */
 };
 
 /* "auto", "kernel" or "userspace". */
 const char *datapath_mode_name(enum datapath_mode mode);
 /* The mode a name gives, or -EINVAL. */
 int datapath_mode_parse(const char *name);
+/* "counted" or "permanent". */
+const char *fastpath_mode_name(enum fastpath_mode mode);
+/* The mode a name gives, or -EINVAL. */
+int fastpath_mode_parse(const char *name);
 
 struct config {
 	char path[PATH_MAX];

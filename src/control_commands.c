@@ -102,6 +102,24 @@ static const char *datapath_name(const struct redirect_info *info, int dir)
 
 /* ---- redirects ----------------------------------------------------------------------- */
 
+/*
+ * bytes_out, packets_out, bytes_in, packets_in; null for a direction the kernel carried
+ * without counting (fastpath=permanent).
+ */
+static void add_counters(struct json_object *o, const uint64_t bytes[VSOCKMAP_NR_DIRS],
+			 const uint64_t packets[VSOCKMAP_NR_DIRS],
+			 const bool uncounted[VSOCKMAP_NR_DIRS])
+{
+	static const char *const names[VSOCKMAP_NR_DIRS][2] = {{"bytes_out", "packets_out"},
+							       {"bytes_in", "packets_in"}};
+	int dir;
+
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
+		add(o, names[dir][0], uncounted[dir] ? NULL : json_object_new_uint64(bytes[dir]));
+		add(o, names[dir][1], uncounted[dir] ? NULL : json_object_new_uint64(packets[dir]));
+	}
+}
+
 static struct json_object *redirect_json(const struct redirect_info *info,
 					 const struct redirect_config *rc)
 {
@@ -124,10 +142,7 @@ static struct json_object *redirect_json(const struct redirect_info *info,
 	add_string(o, "datapath_in", datapath_name(info, VSOCKMAP_DIR_TO_CLIENT));
 	add_string(o, "state", info->state);
 	add_u64(o, "age_ms", info->age_usec / USEC_PER_MSEC);
-	add_u64(o, "bytes_out", info->bytes[VSOCKMAP_DIR_TO_TARGET]);
-	add_u64(o, "packets_out", info->packets[VSOCKMAP_DIR_TO_TARGET]);
-	add_u64(o, "bytes_in", info->bytes[VSOCKMAP_DIR_TO_CLIENT]);
-	add_u64(o, "packets_in", info->packets[VSOCKMAP_DIR_TO_CLIENT]);
+	add_counters(o, info->bytes, info->packets, info->uncounted);
 	add(o, "client_cookie", info->cookie[0] ? json_object_new_uint64(info->cookie[0]) : NULL);
 	add(o, "target_cookie", info->cookie[1] ? json_object_new_uint64(info->cookie[1]) : NULL);
 	add(o, "target_backlog_skbs",
@@ -299,6 +314,7 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 struct listener_totals {
 	uint64_t bytes[VSOCKMAP_NR_DIRS];
 	uint64_t packets[VSOCKMAP_NR_DIRS];
+	bool uncounted[VSOCKMAP_NR_DIRS];
 };
 
 struct totals_ctx {
@@ -321,6 +337,7 @@ static int add_live(void *ctx, const struct redirect_info *info, struct redirect
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 		t->bytes[dir] += info->bytes[dir];
 		t->packets[dir] += info->packets[dir];
+		t->uncounted[dir] |= info->uncounted[dir];
 	}
 	return 0;
 }
@@ -338,6 +355,7 @@ static struct listener_totals *listener_totals(struct daemon *d)
 		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 			c.t[i].bytes[dir] = d->listeners[i]->closed_bytes[dir];
 			c.t[i].packets[dir] = d->listeners[i]->closed_packets[dir];
+			c.t[i].uncounted[dir] = d->listeners[i]->closed_uncounted[dir];
 		}
 	for_each_redirect(d, add_live, &c);
 	return c.t;
@@ -436,10 +454,7 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		add_string(o, "name", l->rc->name);
 		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
 		add_connection_counts(o, l);
-		add_u64(o, "bytes_out", t[i].bytes[VSOCKMAP_DIR_TO_TARGET]);
-		add_u64(o, "packets_out", t[i].packets[VSOCKMAP_DIR_TO_TARGET]);
-		add_u64(o, "bytes_in", t[i].bytes[VSOCKMAP_DIR_TO_CLIENT]);
-		add_u64(o, "packets_in", t[i].packets[VSOCKMAP_DIR_TO_CLIENT]);
+		add_counters(o, t[i].bytes, t[i].packets, t[i].uncounted);
 		json_object_array_add(arr, o);
 		if (!is_dgram(l)) {
 			accepted += l->accepted;
@@ -449,16 +464,14 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 			sum.bytes[dir] += t[i].bytes[dir];
 			sum.packets[dir] += t[i].packets[dir];
+			sum.uncounted[dir] |= t[i].uncounted[dir];
 		}
 	}
 	add_u64(stats, "accepted", accepted);
 	add_u64(stats, "refused", 0);
 	add_u64(stats, "failed", failed);
 	add_u64(stats, "live", live);
-	add_u64(stats, "bytes_out", sum.bytes[VSOCKMAP_DIR_TO_TARGET]);
-	add_u64(stats, "packets_out", sum.packets[VSOCKMAP_DIR_TO_TARGET]);
-	add_u64(stats, "bytes_in", sum.bytes[VSOCKMAP_DIR_TO_CLIENT]);
-	add_u64(stats, "packets_in", sum.packets[VSOCKMAP_DIR_TO_CLIENT]);
+	add_counters(stats, sum.bytes, sum.packets, sum.uncounted);
 	add_u64(stats, "late_inserts", d->late_inserts);
 	add(stats, "listeners", arr);
 	add(response, "stats", stats);
@@ -541,6 +554,9 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	add(kernel, "iterator_error", iterator_error(f));
 	add_string(kernel, "btf", access(BTF_PATH, R_OK) == 0 ? BTF_PATH : NULL);
 	add_string(kernel, "bpf_object_sha256", VSOCKMAP_BPF_SHA256);
+	add_string(kernel, "fastpath", f->permanent ? "permanent" : "counted");
+	add(kernel, "msg_verdict_runs",
+	    d->dp ? json_object_new_uint64(dataplane_msg_runs(d->dp)) : NULL);
 	add(status, "kernel", kernel);
 	add_string(status, "drain", f->iterator ? "iterator" : "timed");
 	add_string(status, "datapath", d->dp ? "kernel" : "userspace");

@@ -399,6 +399,19 @@ static char *cell_datapath_mode(struct json_object *status)
 	return cell_printf("user space: %s", why ? why : "no reason given");
 }
 
+/* "permanent (nothing counted; sk_msg verdict ran 2 times)" */
+static char *cell_fastpath(struct json_object *kernel)
+{
+	const char *mode = get_string(kernel, "fastpath");
+	uint64_t runs;
+
+	if (!get_u64(kernel, "msg_verdict_runs", &runs))
+		return cell_text(mode);
+	return cell_printf("%s (%s; sk_msg verdict ran %" PRIu64 " times)", mode,
+			   strcmp(mode, "permanent") ? "every message counted" : "nothing counted",
+			   runs);
+}
+
 int print_status(struct json_object *status, FILE *out)
 {
 	struct table pairs = {.cols = pair_columns, .n_cols = 2};
@@ -421,6 +434,8 @@ int print_status(struct json_object *status, FILE *out)
 	table_add_pair(&pairs, "lockdown", cell_lockdown(kernel));
 	table_add_pair(&pairs, "iterator", cell_iterator(kernel));
 	table_add_pair(&pairs, "drain", cell_string(status, "drain"));
+	if (get_string(kernel, "fastpath"))
+		table_add_pair(&pairs, "fastpath", cell_fastpath(kernel));
 	table_add_pair(&pairs, "btf",
 		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
 	if (get_string(kernel, "bpf_object_sha256"))

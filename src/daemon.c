@@ -89,6 +89,12 @@ static void log_datapath(struct daemon *d)
 			   f->iterator_error == -ECANCELED ? "--drain=timed"
 			   : f->iterator_error == -EPERM   ? "refused by the kernel: EPERM"
 							   : strerror(-f->iterator_error));
+	if (f->permanent)
+		log_info("fastpath: permanent; the stream verdict counts nothing, and a TCP "
+			 "socket's sk_msg verdict runs once per 4 GiB");
+	else if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT)
+		log_notice("fastpath: counted, not permanent: with nothing counted the drain "
+			   "needs the queue iterator, which did not load");
 }
 
 /*
@@ -106,7 +112,13 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 		return 0;
 	}
 	/* On top of the maps a previous instance stored, if any (handover.c). */
-	err = dataplane_open(&d->dp, opts->drain_mode, handover_map_fd);
+	if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT && opts->drain_mode == DRAIN_TIMED) {
+		log_err("fastpath=permanent needs the queue iterator, and --drain=timed rules it "
+			"out: the timed drain watches the counters the permanent fast path drops");
+		return -EINVAL;
+	}
+	err = dataplane_open(&d->dp, opts->drain_mode, d->cfg.daemon.fastpath == FASTPATH_PERMANENT,
+			     handover_map_fd);
 	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
 	if (!err) {
 		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
@@ -189,6 +201,14 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	}
 	if (opts->datapath >= 0)
 		d->cfg.daemon.datapath = (enum datapath_mode)opts->datapath;
+	if (opts->fastpath >= 0)
+		d->cfg.daemon.fastpath = (enum fastpath_mode)opts->fastpath;
+	if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT && d->cfg.daemon.idle_timeout_ms) {
+		log_err("the idle timeout needs the byte counters, which fastpath=permanent drops; "
+			"use one or the other");
+		err = -EINVAL;
+		goto out;
+	}
 	log_set_level(d->cfg.daemon.log_level);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = service_fds_collect(&d->cfg);

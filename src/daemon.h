@@ -40,6 +40,7 @@ struct daemon_options {
 	int verbosity;		      /* command line: each -d one log level more */
 	unsigned int idle_timeout_ms; /* command line: -T SECONDS; 0: none */
 	int datapath;		      /* --datapath: an enum datapath_mode; -1: as configured */
+	int fastpath;		      /* --fastpath: an enum fastpath_mode; -1: as configured */
 };
 
 /* Load everything; on error nothing is left half-started. */

@@ -34,6 +34,7 @@ struct listener {
 	size_t live;
 	/* Moved by redirects of this listener that have closed, per direction. */
 	uint64_t closed_bytes[2];
+	bool closed_uncounted[2]; /* a closed redirect moved bytes this way that nobody counted */
 	uint64_t closed_packets[2];
 };
 

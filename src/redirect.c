@@ -94,10 +94,12 @@ void redirect_free(struct redirect *r)
 
 	if (!r)
 		return;
+	memset(&info, 0, sizeof(info));
 	collect_counters(r, &info);
 	for (i = 0; i < VSOCKMAP_NR_DIRS; i++) {
 		r->l->closed_bytes[i] += info.bytes[i];
 		r->l->closed_packets[i] += info.packets[i];
+		r->l->closed_uncounted[i] |= info.uncounted[i];
 	}
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
@@ -181,6 +183,7 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 		if (kernel) {
 			info->bytes[dir] += c[dir].bytes;
 			info->packets[dir] += c[dir].packets;
+			info->uncounted[dir] = !dataplane_counted(r->d->dp, r->slot, dir);
 		}
 	}
 }
@@ -544,11 +547,18 @@ static void gate_set(struct redirect *r, int src, bool open)
 	r->dir[src].gate_usec = now_usec();
 }
 
-/* How often the verdict has run on this direction's source: redirected plus held skbs. */
+/*
+ * How often the verdict has run on this direction's source: redirected plus held skbs. The
+ * uncounted verdict (fastpath=permanent) gives a constant: the stall is then judged by the
+ * queue length alone, and a sweep may come while the client still sends, which costs a gate
+ * cycle but keeps the order.
+ */
 static uint64_t verdict_runs(struct redirect *r, int src)
 {
 	struct vsockmap_counters c;
 
+	if (!dataplane_counted(r->d->dp, r->slot, src))
+		return 0;
 	if (dataplane_counters(r->d->dp, r->slot, src, &c))
 		return UINT64_MAX;
 	return c.packets + c.held_packets;
@@ -593,6 +603,7 @@ static bool dir_drained(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
+	bool counted = dataplane_counted(r->d->dp, r->slot, src);
 	struct vsockmap_queue_info qi;
 	struct vsockmap_counters c;
 	uint64_t now = loop_tick(r);
@@ -611,14 +622,15 @@ static bool dir_drained(struct redirect *r, int src)
 		return true;
 	}
 	/*
-	 * Nothing ever redirected this way: no backlog to wait for, and no iterator pass (a pass
-	 * walks every bucket of the egress sockhash; one per closing connection was most of the
-	 * daemon's time at a few thousand connections per second). The verdict counts a
+	 * Nothing ever redirected this way (only a counting verdict can tell): no backlog to wait
+	 * for, and no iterator pass (a pass walks every bucket of the egress sockhash; one per
+	 * closing connection was most of the daemon's time at a few thousand connections per
+	 * second; fastpath=permanent pays it). The verdict counts a
 	 * redirect before the kernel queues the skb, both within the sender's send(), and
 	 * every send of the client's has returned by the time its EOF is seen (the same
 	 * assumption as the pass below; a sweep waits out VERDICT_GRACE_USEC first).
 	 */
-	if (!dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
+	if (counted && !dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
 		return true;
 	/*
 	 * Only a pass begun after the drain began: one from earlier in this tick, made for
@@ -642,7 +654,13 @@ static bool dir_drained(struct redirect *r, int src)
 	/* Out of descriptors or memory for the pass: ask again at the next tick. */
 	if (err == -EMFILE || err == -ENFILE || err == -ENOMEM)
 		return false;
-	/* No iterator: wait until the kernel's counter for this direction stops moving. */
+	/*
+	 * No iterator: wait until the kernel's counter for this direction stops moving. A
+	 * direction that counts nothing (handed over by a fastpath=permanent instance to one
+	 * started with --drain=timed) has no such signal: it waits out drain-timeout.
+	 */
+	if (!counted)
+		return false;
 	if (dataplane_counters(r->d->dp, r->slot, src, &c))
 		return true;
 	if (c.bytes != dir->drain_last_bytes || !dir->drain_last_change_usec) {
@@ -919,6 +937,9 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	uint64_t moved;
 
 	if (r->connecting || r->close_after_drain || r->idle_closing)
+		return false;
+	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
+	if (r->has_slot && !dataplane_counted(r->d->dp, r->slot, CLIENT))
 		return false;
 	redirect_get_info(r, &info, false);
 	moved = info.bytes[CLIENT] + info.bytes[TARGET];

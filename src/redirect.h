@@ -28,6 +28,9 @@ struct redirect_info {
 	uint64_t age_usec;
 	uint64_t bytes[VSOCKMAP_NR_DIRS];
 	uint64_t packets[VSOCKMAP_NR_DIRS];
+	/* The kernel carried this way under the verdict that counts nothing: bytes, packets
+	 * only say what the daemon carried. */
+	bool uncounted[VSOCKMAP_NR_DIRS];
 	uint64_t cookie[2]; /* socket cookies: [0] client side, [1] target side; 0 if none */
 	/* Kernel queues, when the queue iterator is loaded (has_queues). */
 	bool has_queues;

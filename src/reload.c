@@ -66,6 +66,13 @@ static void keep_control_settings(const struct daemon_config *old, struct daemon
 		log_notice("reload: datapath=%s takes effect at the next start; still %s",
 			   datapath_mode_name(new->datapath), datapath_mode_name(old->datapath));
 	new->datapath = old->datapath;
+	if (old->fastpath != new->fastpath)
+		log_notice("reload: fastpath=%s takes effect at the next start; still %s",
+			   fastpath_mode_name(new->fastpath), fastpath_mode_name(old->fastpath));
+	new->fastpath = old->fastpath;
+	if (new->fastpath == FASTPATH_PERMANENT && new->idle_timeout_ms)
+		log_notice("reload: idle-timeout does not apply to redirects on the permanent fast "
+			   "path: nothing counts their bytes");
 }
 
 static void retire_removed(struct daemon *d, struct listener **next, size_t n,

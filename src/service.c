@@ -304,6 +304,7 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 {
 	struct redirect_info info;
 	struct redirect *r;
+	bool uncounted = false;
 	uint64_t bytes = 0;
 	char moved[32];
 	size_t i;
@@ -312,8 +313,10 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 	for (i = 0; i < d->n_listeners; i++) {
 		struct listener *l = d->listeners[i];
 
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 			bytes += l->closed_bytes[dir];
+			uncounted |= l->closed_uncounted[dir];
+		}
 		if (l->dgram) {
 			dgram_forwarder_get_info(l->dgram, &info);
 			for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
@@ -322,13 +325,15 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 	}
 	for (r = d->redirects; r; r = redirect_next(r)) {
 		redirect_get_info(r, &info, false);
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
 			bytes += info.bytes[dir];
+			uncounted |= info.uncounted[dir];
+		}
 	}
 	format_bytes(bytes, moved, sizeof(moved));
-	snprintf(buf, len, "%zu listener%s, %zu live redirect%s, %s moved", d->n_listeners,
+	snprintf(buf, len, "%zu listener%s, %zu live redirect%s, %s moved%s", d->n_listeners,
 		 d->n_listeners == 1 ? "" : "s", d->n_redirects, d->n_redirects == 1 ? "" : "s",
-		 moved);
+		 moved, uncounted ? " (+ the uncounted fast path)" : "");
 }
 
 static void send_status(struct daemon *d, const char *extra)

@@ -14,6 +14,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed] [--datapath=MODE]\n"
+		   "                 [--fastpath=counted|permanent]\n"
 		   "       vsockmapd [-d]... [-T SECONDS] [--control PATH] ADDRESS1 ADDRESS2\n"
 		   "\n"
 		   "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
@@ -22,6 +23,9 @@ static void usage(FILE *f)
 		   "      --datapath MODE who moves the bytes: auto (the kernel where it can,\n"
 		   "                      else the daemon), kernel, userspace (splice() in the\n"
 		   "                      daemon); overrides the configuration's datapath=\n"
+		   "      --fastpath MODE the kernel path's verdicts: counted (every message is\n"
+		   "                      counted), permanent (nothing is counted; a TCP socket's\n"
+		   "                      sk_msg verdict runs once per 4 GiB); overrides fastpath=\n"
 		   "  -h, --help          this text\n"
 		   "      --version       print the version\n"
 		   "\n"
@@ -78,11 +82,13 @@ int main(int argc, char **argv)
 	    {"drain", required_argument, NULL, 'D'},
 	    {"control", required_argument, NULL, 'C'},
 	    {"datapath", required_argument, NULL, 'P'},
+	    {"fastpath", required_argument, NULL, 'F'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
 	    {},
 	};
-	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH, .datapath = -1};
+	struct daemon_options opts = {.config_path = CONFIG_DEFAULT_PATH, .datapath = -1,
+				     .fastpath = -1};
 	bool has_config = false;
 	const char *why;
 	struct daemon d;
@@ -110,6 +116,14 @@ int main(int argc, char **argv)
 			opts.datapath = datapath_mode_parse(optarg);
 			if (opts.datapath < 0) {
 				log_err("--datapath: unknown mode \"%s\" (auto, kernel or userspace)",
+					optarg);
+				return 1;
+			}
+			break;
+		case 'F':
+			opts.fastpath = fastpath_mode_parse(optarg);
+			if (opts.fastpath < 0) {
+				log_err("--fastpath: unknown mode \"%s\" (counted or permanent)",
 					optarg);
 				return 1;
 			}

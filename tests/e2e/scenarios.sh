@@ -230,6 +230,40 @@ scenario_tcp() {
 	vsm-peer client "unix:$E2E_DIR/tcp.sock" --send 16M --after echo --timeout 120 \
 		>"$E2E_DIR/unix-to-tcp.client" 2>&1
 	finish unix-to-tcp $? "16 MiB to a TCP echo server on 127.0.0.1 and back"
+	scenario_msg_verdict
+}
+
+msg_verdict_runs() {
+	vsockmapctl -s "$E2E_DIR/control.sock" -j status |
+		sed -n 's/.*"msg_verdict_runs": *\([0-9]*\).*/\1/p'
+}
+
+# The sk_msg verdict runs when a TCP target in egress sends (DESIGN fact 1): counted, once per
+# send of the psock's backlog worker; with fastpath=permanent, once per connection, since
+# bpf_msg_apply_bytes() makes the first verdict cover the next 4 GiB.
+scenario_msg_verdict() {
+	[ "${E2E_DATAPATH:-}" = userspace ] && return 0
+	_before=$(msg_verdict_runs)
+	start_server msg-verdict "tcp:127.0.0.1:$((E2E_PORT_BASE + 3000))" --sink --seeds 2 \
+		--count 2 --expect 8M
+	vsm-peer client "unix:$E2E_DIR/tcp.sock" --timeout 120 --parallel 2 --send 8M \
+		--write-size 65536 >"$E2E_DIR/msg-verdict.client" 2>&1
+	finish msg-verdict $? "2 streams of 8 MiB to a TCP sink"
+	_after=$(msg_verdict_runs)
+	_runs=$((${_after:-0} - ${_before:-0}))
+	if [ -z "$_before" ] || [ -z "$_after" ]; then
+		vmtest_fail msg-verdict-runs "vsockmapctl status has no msg_verdict_runs"
+	elif [ "${E2E_FASTPATH:-}" = permanent ]; then
+		if [ "$_runs" -eq 2 ]; then
+			vmtest_pass msg-verdict-runs "the sk_msg verdict ran 2 times for 2 connections of 8 MiB (apply_bytes 4 GiB)"
+		else
+			vmtest_fail msg-verdict-runs "the sk_msg verdict ran $_runs times for 2 connections; fastpath=permanent should run it once each"
+		fi
+	elif [ "$_runs" -ge 32 ]; then
+		vmtest_pass msg-verdict-runs "the sk_msg verdict ran $_runs times for 2 connections of 8 MiB"
+	else
+		vmtest_fail msg-verdict-runs "the sk_msg verdict ran $_runs times for 16 MiB to TCP: not once per send"
+	fi
 }
 
 # counters-agree: while one connection is open, vsockmapctl's counters equal the bytes moved.
@@ -247,6 +281,13 @@ scenario_counters() {
 	_in=$(printf '%s' "$_json" | sed -n 's/.*"bytes_in": *\([0-9]*\).*/\1/p')
 	if ! cmp -s "$E2E_DIR/counters.in" "$E2E_DIR/counters.out"; then
 		vmtest_fail counters-agree "socat got back $(wc -c <"$E2E_DIR/counters.out") of 3000001 bytes: $(cmp "$E2E_DIR/counters.in" "$E2E_DIR/counters.out" 2>&1 | head -n 1); vsockmapctl said: $_json"
+	elif [ "${E2E_FASTPATH:-}" = permanent ]; then
+		# The kernel's way is not counted: null, never a partial number.
+		if printf '%s' "$_json" | grep -q '"bytes_out": *null' && [ "$_in" = 3000001 ]; then
+			vmtest_pass counters-agree "3000001 bytes each way (cmp ok), vsockmapctl out=null (fastpath=permanent counts nothing) in=$_in"
+		else
+			vmtest_fail counters-agree "expected bytes_out null and bytes_in 3000001: $_json"
+		fi
 	elif [ "$_out" != 3000001 ] || [ "$_in" != 3000001 ]; then
 		vmtest_fail counters-agree "moved 3000001 bytes each way, vsockmapctl says out=$_out in=$_in: $_json"
 	else
@@ -308,7 +349,7 @@ e2e_run_streams() {
 # microseconds wide; the daemon's test knob widens it to 2 ms so that every connection here
 # leaves bytes behind while its client goes on sending, and the sweep has to take them.
 e2e_run_late_insert() {
-	VSOCKMAPD_TEST_INSERT_DELAY_US=2000 e2e_start_daemon || return 1
+	VSOCKMAPD_TEST_INSERT_DELAY_US=2000 e2e_start_daemon "$@" || return 1
 	start_server late-insert-echo "$(peer_addr 0)" --echo --count 1
 	client late-insert-echo --send 32M --after echo
 	finish late-insert-echo $? "32 MiB echoed; bytes left behind at the insert, swept in order"
@@ -323,7 +364,7 @@ e2e_run_late_insert() {
 	else
 		vmtest_fail late-insert-seen "no connection left bytes behind: the scenarios above did not test the sweep"
 	fi
-	scenario_late_insert_slow_reader
+	scenario_late_insert_slow_reader "$@"
 }
 
 # A sweep waits for the target's backlog like a drain does. The EOF's drain must start its own
@@ -333,7 +374,7 @@ e2e_run_late_insert() {
 # 50 ms so that the client has sent by then; a busy machine may still miss it: up to 3 tries.
 scenario_late_insert_slow_reader() {
 	E2E_DRAIN_TIMEOUT=2
-	VSOCKMAPD_TEST_INSERT_DELAY_US=50000 e2e_start_daemon
+	VSOCKMAPD_TEST_INSERT_DELAY_US=50000 e2e_start_daemon "$@"
 	_rc=$?
 	E2E_DRAIN_TIMEOUT=
 	[ $_rc -eq 0 ] || return 1
@@ -466,6 +507,45 @@ scenario_userspace_reported() {
 
 # The user-space fallback, forced with --datapath=userspace: the foundation scenarios again,
 # with the daemon moving every byte (splice() through pipes). Their names end in @userspace.
+# fastpath=permanent: the foundation scenarios again, with the stream verdict that counts
+# nothing; the drain, the late-insert sweep and the idle check may not rely on the counters.
+# Their names end in @permanent.
+e2e_run_permanent() {
+	VMTEST_SUFFIX=@permanent
+	E2E_FASTPATH=permanent
+	e2e_run_streams --fastpath=permanent
+	e2e_run_late_insert --fastpath=permanent
+	scenario_permanent_reported
+	VMTEST_SUFFIX=
+	E2E_FASTPATH=
+}
+
+# vsockmapctl says what it cannot count: status names the mode, list and stats print "-".
+scenario_permanent_reported() {
+	e2e_start_daemon --fastpath=permanent || return 1
+	start_server permanent-reported "$(peer_addr 0)" --sink --count 1 --expect 16M --slow 2000 --read-size 16384
+	client permanent-reported --send 16M &
+	_cpid=$!
+	sleep 1
+	_status=$(vsockmapctl -s "$E2E_DIR/control.sock" status)
+	_list=$(vsockmapctl -s "$E2E_DIR/control.sock" list --name stream)
+	_stats=$(vsockmapctl -s "$E2E_DIR/control.sock" -j stats)
+	wait $_cpid
+	finish permanent-reported $? "16 MiB into a slow reader on the permanent fast path"
+	e2e_stop_daemon
+	_row=$(printf '%s\n' "$_list" | sed -n 2p)
+	if ! printf '%s' "$_status" | grep -q '^fastpath: *permanent (nothing counted'; then
+		vmtest_fail permanent-status "status does not say fastpath permanent: $_status"
+	elif ! grep -q 'fastpath: permanent' "$E2E_DIR/daemon.log"; then
+		vmtest_fail permanent-status "the daemon did not log its fast path: $(head -n 4 "$E2E_DIR/daemon.log")"
+	elif [ "$(printf '%s' "$_row" | awk '{ print $(NF-3) }')" != - ] ||
+		! printf '%s' "$_stats" | grep -q '"bytes_out": *null'; then
+		vmtest_fail permanent-status "list or stats show a number for the uncounted way: $_row | $_stats"
+	else
+		vmtest_pass permanent-status "status: $(printf '%s' "$_status" | grep '^fastpath' | tr -s ' '); list: BYTES_OUT -"
+	fi
+}
+
 e2e_run_userspace() {
 	VMTEST_SUFFIX=@userspace
 	E2E_DATAPATH=userspace

@@ -85,6 +85,12 @@ cmdline_bad() {
 	expect_bad_cmdline T-zero '-T 0 must be greater than 0' -T 0 "$L" "$C"
 	expect_bad_cmdline T-with-config '-d, -T and --control go with two addresses' -T 5 -c /dev/null
 	expect_bad_cmdline unknown-flag 'unknown option -Z' -Z "$L" "$C"
+	expect_bad_cmdline fastpath-unknown '--fastpath: unknown mode "fast" \(counted or permanent\)' \
+		--fastpath=fast "$L" "$C"
+	expect_bad_cmdline fastpath-timed-drain 'fastpath=permanent needs the queue iterator, and --drain=timed rules it out' \
+		--fastpath=permanent --drain=timed "$L" "$C"
+	expect_bad_cmdline fastpath-idle-timeout 'the idle timeout needs the byte counters, which fastpath=permanent drops' \
+		--fastpath=permanent -T 5 "$L" "$C"
 	expect_bad_cmdline control-is-listen-path '--control .*/bad.sock: the listen address uses that path' \
 		--control "$E2E_DIR/bad.sock" "$L" "$C"
 	expect_bad_cmdline config-and-addresses '-c and two addresses' -c /dev/null "$L" "$C"

@@ -67,4 +67,19 @@ datapath = user
 [a]
 listen = UNIX-LISTEN:@DIR@/a.sock
 connect = UNIX-CONNECT:@DIR@/srv.sock"
+	expect_refusal bad-fastpath 'c.conf:3: fastpath "fast" is not one of counted, permanent' \
+		"[daemon]
+control = @DIR@/ctl.sock
+fastpath = fast
+[a]
+listen = UNIX-LISTEN:@DIR@/a.sock
+connect = UNIX-CONNECT:@DIR@/srv.sock"
+	expect_refusal fastpath-idle-timeout 'c.conf:4: idle-timeout needs the byte counters, which fastpath=permanent drops' \
+		"[daemon]
+control = @DIR@/ctl.sock
+fastpath = permanent
+idle-timeout = 30
+[a]
+listen = UNIX-LISTEN:@DIR@/a.sock
+connect = UNIX-CONNECT:@DIR@/srv.sock"
 }

@@ -42,6 +42,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	e2e_run_dgram
 	e2e_check_bpf_object
 	e2e_run_userspace
+	e2e_run_permanent
 	fallback_cases
 	ctl_run_all
 	host_daemon_cases

@@ -230,7 +230,8 @@ static void test_unknown_keys(void **state)
 	load_bad(
 	    ECHO "[daemon]\nlisten = UNIX-LISTEN:/x\n", 5,
 	    "unknown key \"listen\" (valid keys in [daemon]: control, control-mode, control-group, "
-	    "connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, max-redirects, datapath)");
+	    "connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, max-redirects, datapath, "
+	    "fastpath)");
 }
 
 static void test_key_outside_section(void **state)
@@ -503,6 +504,29 @@ static void test_idle_timeout(void **state)
 	load_bad("[daemon]\nidle-timeout = 3601\n" ECHO, 2, "idle-timeout");
 }
 
+static void test_fastpath(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	load_ok(ECHO, &cfg);
+	assert_int_equal(cfg.daemon.fastpath, FASTPATH_COUNTED);
+	config_free(&cfg);
+	load_ok("[daemon]\nfastpath = permanent\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.fastpath, FASTPATH_PERMANENT);
+	assert_string_equal(fastpath_mode_name(cfg.daemon.fastpath), "permanent");
+	config_free(&cfg);
+	load_ok("[daemon]\nfastpath = counted\nidle-timeout = 5\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.fastpath, FASTPATH_COUNTED);
+	config_free(&cfg);
+	load_bad("[daemon]\nfastpath = fast\n" ECHO, 2,
+		 "fastpath \"fast\" is not one of counted, permanent");
+	/* The idle check reads the counters: the error names the line of idle-timeout. */
+	load_bad("[daemon]\nidle-timeout = 5\nfastpath = permanent\n" ECHO, 2,
+		 "idle-timeout needs the byte counters, which fastpath=permanent drops");
+	assert_int_equal(fastpath_mode_parse("Permanent"), -EINVAL);
+}
+
 static void test_allow_lists(void **state)
 {
 	struct config cfg;
@@ -620,7 +644,7 @@ int main(void)
 	    cmocka_unit_test(test_syntax_errors),	cmocka_unit_test(test_io_errors),
 	    cmocka_unit_test(test_unreadable),		cmocka_unit_test(test_config_free),
 	    cmocka_unit_test(test_from_addresses),	cmocka_unit_test(test_allow_lists),
-	    cmocka_unit_test(test_idle_timeout),
+	    cmocka_unit_test(test_idle_timeout),	cmocka_unit_test(test_fastpath),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@ e2e_run_late_insert
 e2e_run_dgram
 e2e_check_bpf_object
 e2e_run_userspace
+e2e_run_permanent
 
 # Show what the daemon said, for the log.
 vmtest_log "daemon log tail:"
