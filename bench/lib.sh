@@ -10,7 +10,8 @@
 #	BENCH_PART        host | vm
 #	BENCH_DIR         a scratch directory
 #	BENCH_RESULTS     file the BENCH json lines are appended to
-#	BENCH_MODES       e.g. "direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
+#	BENCH_MODES       e.g. "direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent
+#	                  vsockmapd-relay"
 #	BENCH_TARGET_LISTEN   address the vsm-bench servers listen on (vsock:any:5100)
 #	BENCH_TARGET_DIRECT   the same, as a client dials it (vsock:1:5100)
 #	BENCH_TARGET_SOCAT    socat's address of the target (VSOCK-CONNECT:1:5100)
@@ -26,10 +27,12 @@ BENCH_DAEMON=${BENCH_DAEMON:-vsockmapd}
 BENCH_CTL=${BENCH_CTL:-vsockmapctl}
 BENCH_PROXYD=${BENCH_PROXYD:-/lib/systemd/systemd-socket-proxyd}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
-# The user-space relay of vsockmapd does not exist yet. When it does, this is the one line
-# to adjust: the extra vsockmapd arguments that select it. The bench starts the daemon with
-# them and measures the mode only if the daemon accepts them and logs a user-space data path.
+# The extra vsockmapd arguments that select its user-space relay. The bench starts the daemon
+# with them and measures the mode only if the daemon accepts them and logs a user-space data
+# path.
 BENCH_RELAY_ARGS=${BENCH_RELAY_ARGS:---datapath=userspace}
+# The same for the permanent fast path: measured only if the daemon logs it in force.
+BENCH_PERMANENT_ARGS=${BENCH_PERMANENT_ARGS:---fastpath=permanent}
 BENCH_HZ=${BENCH_HZ:-100}
 # Seconds to let memory figures settle before and after a hold; at most this many seconds
 # to open the idle connections, and for the daemon to let go of them after they close.
@@ -212,18 +215,12 @@ bench_start_relay() {
 		return 0
 		;;
 	vsockmapd-relay)
-		# shellcheck disable=SC2086 # any number of arguments
-		if ! bench_daemon_start "$1" "$(bench_stream_section "$1")" $BENCH_RELAY_ARGS; then
-			bench_set_na "$1" "vsockmapd $BENCH_RELAY_ARGS did not start: $(bench_daemon_error "$1")"
-			return 1
-		fi
-		echo "$DAEMON_PID" >"$BENCH_DIR/pid-$1"
-		if ! grep -qi 'data path:.*user' "$BENCH_DIR/$1.log"; then
-			bench_set_na "$1" "vsockmapd $BENCH_RELAY_ARGS did not log a user-space data path: $(grep 'data path' "$BENCH_DIR/$1.log" | head -n 1)"
-			bench_stop_relay "$1"
-			return 1
-		fi
-		return 0
+		bench_start_variant "$1" 'data path:.*user' "$BENCH_RELAY_ARGS"
+		return
+		;;
+	vsockmapd-permanent)
+		bench_start_variant "$1" 'fastpath: permanent' "$BENCH_PERMANENT_ARGS"
+		return
 		;;
 	*)
 		bench_set_na "$1" "unknown mode"
@@ -236,6 +233,23 @@ bench_start_relay() {
 		bench_stop_relay "$1"
 		return 1
 	fi
+}
+
+# bench_start_variant MODE LOG_PATTERN ARGS: vsockmapd started with ARGS, measured only if
+# its log shows LOG_PATTERN (the variant is in force), else n/a with what it said.
+bench_start_variant() {
+	# shellcheck disable=SC2086 # any number of arguments
+	if ! bench_daemon_start "$1" "$(bench_stream_section "$1")" $3; then
+		bench_set_na "$1" "vsockmapd $3 did not start: $(bench_daemon_error "$1")"
+		return 1
+	fi
+	echo "$DAEMON_PID" >"$BENCH_DIR/pid-$1"
+	if ! grep -qi "$2" "$BENCH_DIR/$1.log"; then
+		bench_set_na "$1" "vsockmapd $3 did not log /$2/: $(grep -E 'data path|fastpath' "$BENCH_DIR/$1.log" | head -n 2 | tr '\n' ' ')"
+		bench_stop_relay "$1"
+		return 1
+	fi
+	return 0
 }
 
 bench_stop_relay() { # MODE
@@ -313,9 +327,10 @@ bench_dgram_relay_start() { # MODE
 			2>"$BENCH_DIR/dgram-$1.log" &
 		DGRAM_PID=$!
 		;;
-	vsockmapd | vsockmapd-relay)
+	vsockmapd | vsockmapd-relay | vsockmapd-permanent)
 		_g_args=
-		[ "$1" = vsockmapd ] || _g_args=$BENCH_RELAY_ARGS
+		[ "$1" = vsockmapd-relay ] && _g_args=$BENCH_RELAY_ARGS
+		[ "$1" = vsockmapd-permanent ] && _g_args=$BENCH_PERMANENT_ARGS
 		# shellcheck disable=SC2086 # any number of arguments
 		bench_daemon_start "dgram-$1" "$(printf '[dgram]\nlisten  = UNIX-RECV:%s\nconnect = %s\n' "$_g_in" "$BENCH_TARGET_DAEMON")" $_g_args || return 1
 		DGRAM_PID=$DAEMON_PID
@@ -661,14 +676,16 @@ bench_pingpong_phase() {
 	PINGPONG_PID=$_q_srv
 }
 
-# bench_memory_phase SCENARIO COUNTS...: the direct baseline, then each vsockmapd mode.
-# Runs after bench_pingpong_phase, whose server is still up.
+# bench_memory_phase SCENARIO COUNTS...: the direct baseline, then each vsockmapd mode but the
+# permanent fast path (the same sockets and maps as the kernel mode). Runs after
+# bench_pingpong_phase, whose server is still up.
 bench_memory_phase() {
 	_h_scen=$1
 	shift
 	for _h_n in "$@"; do
 		for _h_mode in $BENCH_MODES; do
 			case $_h_mode in
+			vsockmapd-permanent) continue ;;
 			direct | vsockmapd*) ;;
 			*) continue ;;
 			esac

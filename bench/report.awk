@@ -89,7 +89,7 @@ function jstr(s)
 }
 
 BEGIN {
-	nmodes = split("direct socat socat-b64k proxyd vsockmapd vsockmapd-relay", MODES, " ")
+	nmodes = split("direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay", MODES, " ")
 	for (i = 1; i <= nmodes; i++)
 		MODE_INDEX[MODES[i]] = i
 	MODE_TITLE["direct"] = "direct"
@@ -97,8 +97,9 @@ BEGIN {
 	MODE_TITLE["socat-b64k"] = "socat -b 65536"
 	MODE_TITLE["proxyd"] = "systemd-socket-proxyd"
 	MODE_TITLE["vsockmapd"] = "vsockmapd (kernel)"
+	MODE_TITLE["vsockmapd-permanent"] = "vsockmapd (fastpath=permanent)"
 	MODE_TITLE["vsockmapd-relay"] = "vsockmapd (user relay)"
-	split("#8c8c8c #e69f00 #b07800 #56b4e9 #009e73 #cc79a7", colors, " ")
+	split("#8c8c8c #e69f00 #b07800 #56b4e9 #009e73 #0072b2 #cc79a7", colors, " ")
 	for (i = 1; i <= nmodes; i++)
 		MODE_COLOR[MODES[i]] = colors[i]
 }

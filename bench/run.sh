@@ -61,9 +61,9 @@ RAW=$BENCH_OUT/raw.jsonl
 # ---- profiles -------------------------------------------------------------------------------
 # Each run of a throughput scenario lasts 1-2 s or more for the fastest mode in the full
 # profile (direct unix at ~5 GB/s: 6 GiB; direct vsock in the TCG VM at ~100 MB/s: 128 MiB).
-MODES_HOST_UU="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
-MODES_HOST_UT="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
-MODES_VM="direct socat socat-b64k proxyd vsockmapd vsockmapd-relay"
+MODES_HOST_UU="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
+MODES_HOST_UT="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
+MODES_VM="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
 VM_SCENARIOS="uds-vsock uds-vsock-x8 dgram-vsock vsock-uds"
 CONN_CONCURRENCY=8
 if ((selftest)); then
