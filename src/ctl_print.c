@@ -12,7 +12,7 @@
 
 #include "ctl.h"
 
-/* "3145728 bytes, 379 packets via kernel" for show. */
+/* "3145728 bytes, 379 packets via kernel" for show; NULL if out of memory. */
 static char *cell_direction(struct json_object *obj, const char *dir, const char *datapath_key)
 {
 	char bytes_key[16], packets_key[16], *path, *s = NULL;
@@ -20,12 +20,16 @@ static char *cell_direction(struct json_object *obj, const char *dir, const char
 
 	snprintf(bytes_key, sizeof(bytes_key), "bytes_%s", dir);
 	snprintf(packets_key, sizeof(packets_key), "packets_%s", dir);
-	if (!get_u64(obj, bytes_key, &bytes) || !get_u64(obj, packets_key, &packets))
-		return strdup("-");
 	path = cell_string(obj, datapath_key);
-	if (path)
+	if (!path)
+		return NULL;
+	if (get_u64(obj, bytes_key, &bytes) && get_u64(obj, packets_key, &packets))
 		s = cell_printf("%" PRIu64 " bytes, %" PRIu64 " packets via %s", bytes, packets,
 				path);
+	else if (json_object_object_get_ex(obj, bytes_key, NULL))
+		s = cell_printf("not counted (fastpath=permanent), via %s", path); /* null */
+	else
+		s = strdup("-");
 	free(path);
 	return s;
 }

@@ -322,10 +322,14 @@ test_stop_clean() {
 RESTARTS=${RESTARTS:-20}
 BULK=${BULK:-256M}
 
-# test_restart_no_loss NAME REPLY MODE [DATAPATH]: RESTARTS transfers of BULK to a vsock sink that sends
-# REPLY back after the client's half-close, one systemctl restart during each. MODE upload:
-# each restart at a random moment of the upload; both: every other one right after the
-# client's half-close, during the reply.
+set_fastpath() { # MODE: the [daemon] fastpath= of $CONF
+	sed -i '/^fastpath = /d; s/^\[daemon\]$/[daemon]\nfastpath = '"$1"'/' "$CONF"
+}
+
+# test_restart_no_loss NAME REPLY MODE [DATAPATH [alternate-fastpath]]: RESTARTS transfers of
+# BULK to a vsock sink that sends REPLY back after the client's half-close, one systemctl
+# restart during each. MODE upload: each restart at a random moment of the upload; both:
+# every other one right after the client's half-close, during the reply.
 test_restart_no_loss() {
 	local name=$1 reply=$2 mode=$3
 	local i w rc crc pid newpid inv failed=0 lost=() delay took=() line stored taken before after
@@ -335,6 +339,9 @@ test_restart_no_loss() {
 	# Each redirect's set-up, hand-over and end in the journal, for a failure's report.
 	sed -i 's/^\[daemon\]$/[daemon]\nlog-level = debug/' "$CONF"
 	[[ -z ${4:-} ]] || sed -i "s/^\\[daemon\\]\$/[daemon]\\ndatapath = $4/" "$CONF"
+	# alternate-fastpath: each restart switches fastpath=, so every instance takes over a
+	# redirect whose verdict is the other one (counted or not: struct vsockmap_gate).
+	[[ ${5:-} != alternate-fastpath ]] || set_fastpath permanent
 	rm -f "$T/sink.ready"
 	systemd-run --quiet --unit="sink-$name" vsm-peer server vsock:any:5002 --sink --reply "$reply" \
 		--count "$RESTARTS" --expect "$BULK" --timeout 1200 --ready-file "$T/sink.ready"
@@ -370,6 +377,7 @@ test_restart_no_loss() {
 		sleep "${delay#h}"
 		before=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* redirect')
 		state=$(vsockmapctl -j list --name bulk 2>/dev/null | grep -o '"state":"[a-z-]*"')
+		[[ ${5:-} != alternate-fastpath ]] || set_fastpath "$( ((i % 2)) && echo counted || echo permanent)"
 		timeout 60 systemctl restart "$SVC"
 		rc=$?
 		newpid=$(prop "$SVC" MainPID)
@@ -398,6 +406,9 @@ test_restart_no_loss() {
 		vmtest_fail "$name" "$failed of $RESTARTS transfers failed: ${lost[*]}; sink: $line"
 	elif ((taken < RESTARTS)); then
 		vmtest_fail "$name" "every transfer verified, but only $taken of $RESTARTS restarts took a live redirect back: the test did not restart mid-transfer: ${missed[*]}"
+	elif [[ ${5:-} == alternate-fastpath ]] &&
+		(($(journalctl -q -u "$SVC" -o cat | grep -c 'fastpath: permanent;') < 3)); then
+		vmtest_fail "$name" "every transfer verified, but the daemon did not start with fastpath=permanent every other time"
 	elif [[ ${stored:-0} != 0 ]]; then
 		vmtest_fail "$name" "every transfer verified, but $stored fds are left in the fd store"
 	elif ! grep -q "conns=$RESTARTS .*errors=0" <<<"$line"; then
@@ -757,6 +768,9 @@ if want start; then
 		want restart && test_restart_no_loss restart-no-loss 1M upload
 		# The user-space path hands its pairs over too (no maps: slot "userspace").
 		want restart && RESTARTS=5 test_restart_no_loss restart-userspace 1M upload userspace
+		# Verdicts with and without counters, handed over to each other.
+		want restart && RESTARTS=4 test_restart_no_loss restart-fastpath-switch 1M upload "" \
+			alternate-fastpath
 		# Known to fail now and then (docs/systemd.md): only when asked for by name.
 		[[ " ${SYSTEMD_TESTS:-} " == *" restart-reply "* ]] &&
 			test_restart_no_loss restart-during-reply 128M both

@@ -413,11 +413,21 @@ struct canned {
 	const char *response_schema;
 };
 
+/* fastpath=permanent: the kernel's way is not counted. */
+static const char show_uncounted[] =
+    "{\"ok\":true,\"redirect\":{\"id\":5,\"name\":\"echo\",\"listen\":"
+    "\"UNIX-LISTEN:/run/vsockmap/echo.sock\",\"target\":\"TCP-CONNECT:127.0.0.1:80\","
+    "\"client\":null,\"datapath\":\"kernel\",\"datapath_in\":\"daemon\",\"state\":\"open\","
+    "\"age_ms\":1000,\"bytes_out\":null,\"packets_out\":null,\"bytes_in\":12,"
+    "\"packets_in\":1,\"client_cookie\":4099,\"target_cookie\":4100,"
+    "\"target_backlog_skbs\":0,\"client_rcvq_bytes\":null}}";
+
 static char close_text[2048], show_text[2048];
 
 static const struct canned canned[] = {
     {"list", 0, NULL, list_response, "object list-response"}, /* unfiltered: the CLI filters */
     {"show", 4, NULL, show_text, "object show-response"},
+    {"show", 5, NULL, show_uncounted, "object show-response"},
     {"show", 0, NULL, no_such_redirect, "object error"},
     {"close", 4, NULL, close_text, "object close-response"},
     {"close", 0, NULL, no_such_redirect, "object error"},
@@ -672,6 +682,28 @@ static void test_show_plain(void **state)
 		      "target cookie:   4098\n"
 		      "target backlog:  3 skbs\n"
 		      "client rcvq:     0 bytes\n");
+}
+
+static void test_show_uncounted(void **state)
+{
+	struct run r;
+
+	(void)state;
+	ctl(&r, "-s", "@SOCK", "show", "5", NULL);
+	expect_output(&r, 0,
+		      "id:              5\n"
+		      "name:            echo\n"
+		      "state:           open\n"
+		      "client:          -\n"
+		      "listen:          UNIX-LISTEN:/run/vsockmap/echo.sock\n"
+		      "target:          TCP-CONNECT:127.0.0.1:80\n"
+		      "age:             1.0s\n"
+		      "out:             not counted (fastpath=permanent), via kernel\n"
+		      "in:              12 bytes, 1 packets via daemon\n"
+		      "client cookie:   4099\n"
+		      "target cookie:   4100\n"
+		      "target backlog:  0 skbs\n"
+		      "client rcvq:     -\n");
 }
 
 static void test_listeners_plain(void **state)
@@ -1061,6 +1093,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_list_plain),
 	    cmocka_unit_test(test_list_no_legend_and_name),
 	    cmocka_unit_test(test_show_plain),
+	    cmocka_unit_test(test_show_uncounted),
 	    cmocka_unit_test(test_listeners_plain),
 	    cmocka_unit_test(test_stats_plain),
 	    cmocka_unit_test(test_status_plain),
