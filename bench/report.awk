@@ -246,7 +246,7 @@ END {
 	print "the rounds. CPU s/GB: busy CPU-seconds of the whole machine (/proc/stat: user nice system"
 	print "irq softirq steal) per GB moved. x direct / x socat: ratio of medians (CPU: to socat's)."
 	print ""
-	fmt = "%-18s %-22s %-20s %8s %8s %8s %8s  %s\n"
+	fmt = "%-18s %-30s %-20s %8s %8s %8s %8s  %s\n"
 	printf fmt, "scenario", "mode", "MB/s", "x direct", "x socat", "CPU s/GB", "x socat", "runs / notes"
 	for (o = 1; o <= norder["throughput"]; o++) {
 		key = order["throughput", o]
@@ -302,7 +302,7 @@ END {
 	print "of the rounds' p50 and p99). Setup: short connections per second (connect, 1 byte each way,"
 	print "close; several in flight), median (min-max)."
 	print ""
-	fmt2 = "%-18s %-22s %8s %8s %8s %20s %8s  %s\n"
+	fmt2 = "%-18s %-30s %8s %8s %8s %20s %8s  %s\n"
 	printf fmt2, "scenario", "mode", "p50 us", "p99 us", "x direct", "conn/s", "x socat", "notes"
 	for (o = 1; o <= norder["latency"]; o++) {
 		key = order["latency", o]
