@@ -22,6 +22,7 @@
 #include "redirect.h"
 #include "reload.h"
 #include "service.h"
+#include "stop_drain.h"
 #include "util.h"
 
 #define CONTROL_SOCKET_MODE 0600
@@ -37,10 +38,18 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 	if (d->handing_over)
 		return 0; /* already on its way out */
+	if (d->stopping) {
+		log_notice("received %s again: closing the remaining redirects now",
+			   strsignal(si->ssi_signo));
+		return sd_event_exit(sd_event_source_get_event(s), 0);
+	}
 	/* "systemctl restart": hand the sockets over instead of closing them. */
 	if (si->ssi_signo == SIGTERM && handover_start(d))
 		return 0;
 	log_info("received %s, shutting down", strsignal(si->ssi_signo));
+	/* Everything already sent is delivered before the redirects close. */
+	if (stop_drain_start(d))
+		return 0;
 	return sd_event_exit(sd_event_source_get_event(s), 0);
 }
 

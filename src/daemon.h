@@ -28,6 +28,7 @@ struct daemon {
 	uint64_t started_usec;
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
 	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
+	bool stopping;	       /* stopping: redirects finish, then the loop exits (stop_drain.c) */
 	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
 };
 

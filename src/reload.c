@@ -107,6 +107,12 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 		log_err("%s", err);
 		return -EOPNOTSUPP;
 	}
+	/* A reload would open listeners again while the redirects finish (stop_drain.c). */
+	if (d->stopping) {
+		snprintf(err, errlen, "reload: the daemon is stopping");
+		log_notice("%s", err);
+		return -ESHUTDOWN;
+	}
 	ret = config_load(d->cfg.path, &cfg, err, errlen);
 	if (ret) {
 		log_err("reload: %s; still running the previous configuration", err);

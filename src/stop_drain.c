@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <inttypes.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "daemon.h"
+#include "listener.h"
+#include "log.h"
+#include "redirect.h"
+#include "stop_drain.h"
+#include "util.h"
+
+/* How often to look whether every redirect has finished. */
+#define STOP_POLL_USEC (20 * USEC_PER_MSEC)
+/* Beyond drain-timeout: a redirect's last flush and close after its drain gave up. */
+#define STOP_GRACE_USEC (1000 * USEC_PER_MSEC)
+
+static uint64_t stop_deadline;
+
+static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct daemon *d = userdata;
+
+	if (d->n_redirects && usec < stop_deadline) {
+		/* A one-shot source is off once dispatched: arm it again. */
+		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
+		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+		return 0;
+	}
+	if (d->n_redirects)
+		log_notice("stopping: %zu redirect%s still open after drain-timeout; closing now",
+			   d->n_redirects, d->n_redirects == 1 ? "" : "s");
+	return sd_event_exit(d->event, 0);
+}
+
+bool stop_drain_start(struct daemon *d)
+{
+	struct redirect *r, *next;
+	size_t i;
+	int err;
+
+	if (d->stopping || !d->n_redirects)
+		return false;
+	d->stopping = true;
+	for (i = 0; i < d->n_listeners; i++)
+		listener_pause(d->listeners[i]);
+	stop_deadline =
+	    now_usec() + (uint64_t)d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC + STOP_GRACE_USEC;
+	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
+					 on_stop_timer, d);
+	if (err < 0) {
+		log_errno(LOG_ERR, err, "stopping: closing the redirects at once");
+		return false;
+	}
+	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s", d->n_redirects,
+		   d->n_redirects == 1 ? "" : "s");
+	log_info("stopping: finishing %zu live redirect%s (everything already sent is delivered; "
+		 "at most drain-timeout)",
+		 d->n_redirects, d->n_redirects == 1 ? "" : "s");
+	for (r = d->redirects; r; r = next) {
+		next = redirect_next(r); /* a redirect still connecting is freed at once */
+		redirect_request_close(r);
+	}
+	return true;
+}
