@@ -140,54 +140,13 @@ daemon_timed_drain() {
 	e2e_stop_daemon
 }
 
-# daemon_stop_finishes NAME [ARGS]: SIGTERM while a client streams into a slow reader. The
-# server gets exactly what the client's writes handed over, verified, then a clean EOF; the
-# client's next write fails (EPIPE); the daemon exits 0 well within drain-timeout.
-daemon_stop_finishes() {
-	local name=$1 dir=$E2E_DIR/stop-$1 daemon srv cli rc t0 t1 ms sent got line
-	shift
-	mkdir -p "$dir"
-	printf '[daemon]\ncontrol = %s/ctl.sock\ndrain-timeout = 5\n[s]\nlisten = UNIX-LISTEN:%s/in.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$dir" "$dir" >"$dir/c.conf"
-	vsm-peer server "unix:$dir/srv.sock" --sink --count 1 --slow 2000 --read-size 16384 \
-		--ready-file "$dir/srv.ready" --timeout 60 >"$dir/server" 2>&1 &
-	srv=$!
-	wait_for_file "$dir/srv.ready" 10
-	vsockmapd -c "$dir/c.conf" "$@" 2>"$dir/daemon.log" &
-	daemon=$!
-	wait_for_socket "$dir/ctl.sock" 10
-	vsm-peer client "unix:$dir/in.sock" --send 256M --timeout 60 >"$dir/client" 2>&1 &
-	cli=$!
-	sleep 1.5
-	t0=$(date +%s%N)
-	kill -TERM "$daemon"
-	wait "$daemon"
-	rc=$?
-	t1=$(date +%s%N)
-	ms=$(((t1 - t0) / 1000000))
-	wait "$cli"
-	wait "$srv"
-	sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$dir/client")
-	line=$(grep -m1 '^server conn=' "$dir/server")
-	got=$(sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p' <<<"$line")
-	if ((rc != 0)) || ((ms > 6000)); then
-		vmtest_fail "stop-finishes-$name" "daemon exit $rc after $ms ms: $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ')"
-	elif ! grep -q 'stopping: finishing 1 live redirect' "$dir/daemon.log"; then
-		vmtest_fail "stop-finishes-$name" "the daemon did not finish the redirect: $(tail -n 3 "$dir/daemon.log" | tr '\n' ' ')"
-	elif [[ -z $sent || $sent != "$got" || $line != *verify=ok* || $line != *eof=clean* ]]; then
-		vmtest_fail "stop-finishes-$name" "client handed over ${sent:-?} bytes, server: ${line:-nothing}"
-	elif ! grep -q 'EPIPE\|err=' "$dir/client"; then
-		vmtest_fail "stop-finishes-$name" "the client's writes did not fail after the stop: $(tail -n 1 "$dir/client")"
-	else
-		vmtest_pass "stop-finishes-$name" "SIGTERM mid-stream into a slow reader: exit 0 after $ms ms; the server got all $got bytes the client had written, verified, then a clean EOF; the client's next write failed"
-	fi
-}
-
 host_daemon_cases() {
 	daemon_bad_input
 	daemon_stale_socket
 	daemon_ctl_without_daemon
 	daemon_timed_drain
-	daemon_stop_finishes kernel
-	daemon_stop_finishes userspace --datapath=userspace
+	local unix_pair=("UNIX-LISTEN:@D@/in.sock,fork" "unix:@D@/in.sock"
+		"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock")
+	scenario_stop_finishes kernel "${unix_pair[@]}"
+	scenario_stop_finishes userspace "${unix_pair[@]}" --datapath=userspace
 }
