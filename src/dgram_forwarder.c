@@ -467,6 +467,28 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 	free(f);
 }
 
+bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
+{
+	struct vsockmap_queue_info qi;
+	int err;
+
+	/* Target away: nothing can reach it now, and a redial may take longer than a stop. */
+	if (f->state == DG_BACKOFF || f->state == DG_CONNECTING)
+		return true;
+	if (f->pending || (f->state == DG_SYNC && !f->userspace))
+		return false;
+	/* A unix dgram socket's SIOCINQ is the length of its next datagram: 0 when none. */
+	if (f->userspace)
+		return socket_inq(f->l->fd) == 0;
+	if (__atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE) != f->held_taken)
+		return false;
+	/* Redirected, still in the target's psock backlog: closing the target would free it. */
+	err = dataplane_queue_info(f->d->dp, f->target_cookie, epoch, now_usec(), &qi);
+	if (err == -EOPNOTSUPP || err == -ENOENT)
+		return true; /* no iterator: nothing to wait on (the timed drain is per redirect) */
+	return !err && !qi.backlog_skbs && !qi.partial_bytes;
+}
+
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)
 {
 	static const char *const states[] = { "connecting", "syncing", "open", "backoff" };

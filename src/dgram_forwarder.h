@@ -8,6 +8,9 @@
 #ifndef VSOCKMAP_DGRAM_FORWARDER_H
 #define VSOCKMAP_DGRAM_FORWARDER_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "redirect.h"
 
 struct daemon;
@@ -17,5 +20,12 @@ struct dgram_forwarder;
 int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out);
 void dgram_forwarder_stop(struct dgram_forwarder *f);
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info);
+/*
+ * Every datagram already sent to the socket has reached the target: none waits in the
+ * socket, in the daemon or in the target's psock backlog (asked of an iterator pass newer
+ * than epoch, dataplane_queue_epoch()). Also true while the target is away: nothing can be
+ * delivered then.
+ */
+bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch);
 
 #endif

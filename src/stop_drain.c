@@ -3,7 +3,9 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "bpf_dataplane.h"
 #include "daemon.h"
+#include "dgram_forwarder.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
@@ -16,12 +18,26 @@
 #define STOP_GRACE_USEC (1000 * USEC_PER_MSEC)
 
 static uint64_t stop_deadline;
+static uint64_t stop_epoch; /* the queue iterator's pass count when the stop began */
+
+/* Datagram listeners whose datagrams have not all reached their target. */
+static size_t dgram_unsettled(struct daemon *d)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->n_listeners; i++)
+		if (d->listeners[i]->dgram &&
+		    !dgram_forwarder_settled(d->listeners[i]->dgram, stop_epoch))
+			n++;
+	return n;
+}
 
 static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
+	size_t dgram = dgram_unsettled(d);
 
-	if (d->n_redirects && usec < stop_deadline) {
+	if ((d->n_redirects || dgram) && usec < stop_deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -30,16 +46,24 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	if (d->n_redirects)
 		log_notice("stopping: %zu redirect%s still open after drain-timeout; closing now",
 			   d->n_redirects, d->n_redirects == 1 ? "" : "s");
+	if (dgram)
+		log_notice("stopping: %zu datagram listener%s still forwarding after "
+			   "drain-timeout; closing now",
+			   dgram, dgram == 1 ? "" : "s");
 	return sd_event_exit(d->event, 0);
 }
 
 bool stop_drain_start(struct daemon *d)
 {
 	struct redirect *r, *next;
-	size_t i;
+	size_t i, dgram;
 	int err;
 
-	if (d->stopping || !d->n_redirects)
+	if (d->stopping)
+		return false;
+	stop_epoch = d->dp ? dataplane_queue_epoch(d->dp) : 0;
+	dgram = dgram_unsettled(d);
+	if (!d->n_redirects && !dgram)
 		return false;
 	d->stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
@@ -54,9 +78,9 @@ bool stop_drain_start(struct daemon *d)
 	}
 	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s", d->n_redirects,
 		   d->n_redirects == 1 ? "" : "s");
-	log_info("stopping: finishing %zu live redirect%s (everything already sent is delivered; "
-		 "at most drain-timeout)",
-		 d->n_redirects, d->n_redirects == 1 ? "" : "s");
+	log_info("stopping: finishing %zu live redirect%s and %zu datagram listener%s "
+		 "(everything already sent is delivered; at most drain-timeout)",
+		 d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
 	for (r = d->redirects; r; r = next) {
 		next = redirect_next(r); /* a redirect still connecting is freed at once */
 		redirect_request_close(r);

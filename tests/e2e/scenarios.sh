@@ -559,6 +559,51 @@ scenario_stop_finishes() {
 	fi
 }
 
+# scenario_stop_dgram NAME TARGET SERVER_ADDR [ARGS]: 200 datagrams of 64 KiB sent to a
+# UNIX-RECV socket whose target reads slowly, then SIGTERM at once: the target must get all of
+# them, in order, then EOF. On the kernel path they wait in the target's psock backlog,
+# which closing the target would free; in user space, in the socket's own queue.
+scenario_stop_dgram() {
+	_sd_name=stop-dgram-$1
+	_sd_dir=$E2E_DIR/$_sd_name
+	_sd_target=$(printf '%s' "$2" | sed "s|@D@|$_sd_dir|")
+	_sd_server=$(printf '%s' "$3" | sed "s|@D@|$_sd_dir|")
+	shift 3
+	mkdir -p "$_sd_dir"
+	vsm-peer server "$_sd_server" --sink --count 1 --expect 12800K --slow 2000 \
+		--read-size 16384 --ready-file "$_sd_dir/srv.ready" --timeout 60 >"$_sd_dir/server" 2>&1 &
+	_sd_srv=$!
+	wait_for_file "$_sd_dir/srv.ready" 10
+	vsockmapd -d -d --control "$_sd_dir/ctl.sock" "$@" "UNIX-RECV:$_sd_dir/dg.sock" \
+		"$_sd_target" 2>"$_sd_dir/daemon.log" &
+	_sd_daemon=$!
+	wait_for_socket "$_sd_dir/ctl.sock" 10
+	vsm-peer client "unix-dgram:$_sd_dir/dg.sock" --dgram-count 200 --msg-size 64K \
+		>"$_sd_dir/client" 2>&1
+	_sd_crc=$?
+	kill -TERM "$_sd_daemon"
+	_sd_ticks=0
+	while kill -0 "$_sd_daemon" 2>/dev/null && [ $_sd_ticks -lt 80 ]; do
+		sleep 0.1
+		_sd_ticks=$((_sd_ticks + 1))
+	done
+	kill -KILL "$_sd_daemon" 2>/dev/null
+	wait "$_sd_daemon"
+	_sd_rc=$?
+	wait "$_sd_srv"
+	_sd_src=$?
+	_sd_line=$(grep -m1 '^server conn=' "$_sd_dir/server")
+	if [ $_sd_crc -ne 0 ]; then
+		vmtest_fail "$_sd_name" "the sender failed: $(tail -n 1 "$_sd_dir/client")"
+	elif [ $_sd_rc -ne 0 ] || [ $_sd_ticks -ge 80 ]; then
+		vmtest_fail "$_sd_name" "daemon exit $_sd_rc, still running after $((_sd_ticks / 10)) s: $(tail -n 2 "$_sd_dir/daemon.log" | tr '\n' ' ')"
+	elif [ $_sd_src -ne 0 ] || ! printf '%s' "$_sd_line" | grep -q 'bytes=13107200 .*verify=ok.*eof=clean'; then
+		vmtest_fail "$_sd_name" "200 datagrams of 64 KiB sent; server: ${_sd_line:-nothing}"
+	else
+		vmtest_pass "$_sd_name" "SIGTERM right after 200 datagrams of 64 KiB: the slow target got all 12800 KiB, in order, then EOF; exit 0 within $((_sd_ticks / 10 + 1)) s"
+	fi
+}
+
 # fastpath=permanent: the foundation scenarios again, with the stream verdict that counts
 # nothing; the drain, the late-insert sweep and the idle check may not rely on the counters.
 # Their names end in @permanent.

@@ -149,4 +149,7 @@ host_daemon_cases() {
 		"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock")
 	scenario_stop_finishes kernel "${unix_pair[@]}"
 	scenario_stop_finishes userspace "${unix_pair[@]}" --datapath=userspace
+	scenario_stop_dgram kernel "UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock"
+	scenario_stop_dgram userspace "UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" \
+		--datapath=userspace
 }
