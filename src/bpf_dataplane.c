@@ -70,7 +70,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	n = strlen(line);
 	if (n && line[n - 1] == '\n')
 		line[n - 1] = '\0';
-	log_msg(prio, "libbpf: %s", line);
+	/* libbpf's own messages begin with "libbpf: "; others (verifier logs) get it here. */
+	log_msg(prio, "%s%s", strncmp(line, "libbpf: ", 8) ? "libbpf: " : "", line);
 	return 0;
 }
 
