@@ -507,6 +507,20 @@ scenario_userspace_reported() {
 
 # The user-space fallback, forced with --datapath=userspace: the foundation scenarios again,
 # with the daemon moving every byte (splice() through pipes). Their names end in @userspace.
+# term_daemon PID: SIGTERM, then up to 8 s for it to exit (SIGKILL after). Sets STOP_TICKS
+# (tenths of a second waited; 80: it did not exit) and STOP_RC (its exit status).
+term_daemon() {
+	kill -TERM "$1"
+	STOP_TICKS=0
+	while kill -0 "$1" 2>/dev/null && [ $STOP_TICKS -lt 80 ]; do
+		sleep 0.1
+		STOP_TICKS=$((STOP_TICKS + 1))
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1"
+	STOP_RC=$?
+}
+
 # scenario_stop_finishes NAME LISTEN CLIENT_ADDR TARGET SERVER_ADDR [ARGS]: SIGTERM while a
 # client streams into a slow reader through "vsockmapd LISTEN TARGET" (ARGS: more daemon
 # options; @D@ in the addresses is the scenario's directory).
@@ -533,15 +547,9 @@ scenario_stop_finishes() {
 	vsm-peer client "$_sf_client" --send 256M --timeout 60 >"$_sf_dir/client" 2>&1 &
 	_sf_cli=$!
 	sleep 1.5
-	kill -TERM "$_sf_daemon"
-	_sf_ticks=0
-	while kill -0 "$_sf_daemon" 2>/dev/null && [ $_sf_ticks -lt 80 ]; do
-		sleep 0.1
-		_sf_ticks=$((_sf_ticks + 1))
-	done
-	kill -KILL "$_sf_daemon" 2>/dev/null
-	wait "$_sf_daemon"
-	_sf_rc=$?
+	term_daemon "$_sf_daemon"
+	_sf_ticks=$STOP_TICKS
+	_sf_rc=$STOP_RC
 	wait "$_sf_cli"
 	wait "$_sf_srv"
 	_sf_sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_sf_dir/client")
@@ -581,15 +589,9 @@ scenario_stop_dgram() {
 	vsm-peer client "unix-dgram:$_sd_dir/dg.sock" --dgram-count 200 --msg-size 64K \
 		>"$_sd_dir/client" 2>&1
 	_sd_crc=$?
-	kill -TERM "$_sd_daemon"
-	_sd_ticks=0
-	while kill -0 "$_sd_daemon" 2>/dev/null && [ $_sd_ticks -lt 80 ]; do
-		sleep 0.1
-		_sd_ticks=$((_sd_ticks + 1))
-	done
-	kill -KILL "$_sd_daemon" 2>/dev/null
-	wait "$_sd_daemon"
-	_sd_rc=$?
+	term_daemon "$_sd_daemon"
+	_sd_ticks=$STOP_TICKS
+	_sd_rc=$STOP_RC
 	wait "$_sd_srv"
 	_sd_src=$?
 	_sd_line=$(grep -m1 '^server conn=' "$_sd_dir/server")
