@@ -10,6 +10,7 @@
 #include "dgram_forwarder.h"
 #include "fd_spare.h"
 #include "handover.h"
+#include "held_read.h"
 #include "listener.h"
 #include "log.h"
 #include "peer_access.h"
@@ -240,6 +241,20 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
+		free(l);
+		return err;
+	}
+	/*
+	 * Every skb a client sends then carries its credentials: an accepted socket inherits
+	 * SO_PASSCRED from its listener, and one not yet accepted gets them anyway. held_read()
+	 * tells the socket's own queue from the psock's by them, and a read never merges skbs
+	 * whose credentials differ, so an skb sent before the daemon set the option on the
+	 * accepted socket would stop the sweep's one read early (dir_sweep()).
+	 */
+	err = rc->listen.kind == ADDRESS_UNIX_LISTEN && !l->userspace ? held_read_prepare(l->fd) : 0;
+	if (err) {
+		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: SO_PASSCRED", rc->name, l->where);
+		listener_close(l);
 		free(l);
 		return err;
 	}

@@ -321,11 +321,12 @@ static int update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    !dir_pending(out) && !(r->settling && source_never_mapped(r, i)))
+			    !dir_pending(out) && !out->sync_held_back &&
+			    !(r->settling && source_never_mapped(r, i)))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
-			if (dir_pending(in))
+			if (dir_pending(in) && now_usec() >= in->retry_usec)
 				ev |= EPOLLOUT;
 		}
 		/*
@@ -499,6 +500,25 @@ static void test_insert_delay(void)
 		usleep(delay_us);
 }
 
+/*
+ * Tests only: VSOCKMAPD_TEST_INSERT_QUEUED=BYTES holds the insert back, without reading the
+ * client, until BYTES are queued in its socket (or 5 s have passed), so that all of them are
+ * left behind at the insert: the client that queues MiBs as it connects, forced.
+ */
+static long test_insert_queued(void)
+{
+	static long want = -1;
+	const char *e;
+
+	if (want < 0) {
+		e = getenv("VSOCKMAPD_TEST_INSERT_QUEUED");
+		want = e ? strtol(e, NULL, 10) : 0;
+		if (want < 0)
+			want = 0;
+	}
+	return want;
+}
+
 static void dir_sync(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -506,6 +526,13 @@ static void dir_sync(struct redirect *r, int src)
 	ssize_t n;
 	int err;
 
+	if (test_insert_queued()) {
+		dir->sync_held_back = socket_inq(ep->fd) < test_insert_queued() &&
+				      now_usec() - r->started_usec < 5 * USEC_PER_SEC;
+		if (dir->sync_held_back)
+			return; /* the timer looks again */
+		goto insert;
+	}
 	do
 		n = forward_some(r, src);
 	while (n > 0 && dir->buf_off == dir->buf_len);
@@ -516,6 +543,7 @@ static void dir_sync(struct redirect *r, int src)
 	if (dir->buf_off < dir->buf_len)
 		return; /* destination full: wait for EPOLLOUT */
 	test_insert_delay();
+insert:
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
 	if (err) {
 		log_errno(LOG_WARNING, err,
@@ -611,6 +639,8 @@ static bool dir_drained(struct redirect *r, int src)
 
 	if (dst->hup)
 		return true;
+	if (now < dir->drain_not_before_usec)
+		return false;
 	if (!dir->drain_started_usec) {
 		dir->drain_started_usec = now;
 		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
@@ -677,7 +707,7 @@ static void dir_sweep(struct redirect *r, int src)
 	struct vsockmap_gate *gate;
 	uint64_t held;
 	int64_t q;
-	ssize_t n;
+	ssize_t n = 0;
 	char *buf;
 
 	if (now_usec() - dir->gate_usec < VERDICT_GRACE_USEC || !dir_drained(r, src))
@@ -725,10 +755,17 @@ static void dir_sweep(struct redirect *r, int src)
 			flush_buf(r, src);
 		}
 	}
-	dir->left_behind = 0;
+	/*
+	 * One read may stop short: unix_stream_read_generic() never joins skbs whose
+	 * credentials differ (several writers). What it left stays at the head, in order,
+	 * and is watched again; a second read now could overtake a verdict's dequeue.
+	 */
+	dir->left_behind = q > 0 && n > 0 && n < q ? q - n : 0;
+	dir->left_verdicts = UINT64_MAX;
+	dir->left_check_usec = now_usec() + STALL_USEC;
 	dir->state = DIR_CATCHUP;
-	log_debug("[%s] redirect %" PRIu64 ": took %" PRId64 " bytes left behind at the insert",
-		  r->l->rc->name, r->id, q);
+	log_debug("[%s] redirect %" PRIu64 ": took %zd of %" PRId64 " bytes left behind at the "
+		  "insert", r->l->rc->name, r->id, n > 0 ? n : 0, q);
 }
 
 /*
@@ -750,14 +787,51 @@ static ssize_t forward_held(struct redirect *r, int src)
 	if (!dir_buf(dir))
 		return -ENOMEM;
 	n = held_read(fd, dir->buf, dir->buf_size);
-	if (n == -EAGAIN)
+	/*
+	 * Held bytes are owed, so 0 is not the end: unix_bpf_recvmsg() answers EOF once the
+	 * peer is gone and psock->ingress_msg is empty, even while the psock's own backlog
+	 * (ingress_skb, where sk_psock_verdict_apply() queues what ingress_self could not
+	 * take) still holds bytes the verdict counted. They come; held_owed_expired() bounds
+	 * the wait.
+	 */
+	if (n == -EAGAIN || n == 0)
 		return -EINPROGRESS;
-	if (n <= 0)
+	if (n < 0)
 		return n;
+	dir->held_wait_usec = 0; /* progress: held_owed_expired() waits anew */
 	dir->held_taken += n;
 	dir->buf_len = n;
 	flush_buf(r, src);
 	return n;
+}
+
+/*
+ * The source's peer is gone and bytes the verdict held are still owed (counted, not yet
+ * queued for reading). They get drain-timeout from when that was first seen; then the wait
+ * is given up, loudly, and the direction goes on without them.
+ */
+static bool held_owed_expired(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	uint64_t now = loop_tick(r), held;
+
+	if (!peer_shut_down(r->ep[src].fd)) {
+		dir->held_wait_usec = 0;
+		return false;
+	}
+	if (!dir->held_wait_usec) {
+		dir->held_wait_usec = now;
+		return false;
+	}
+	if (now - dir->held_wait_usec <= r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC)
+		return false;
+	held = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	log_warn("[%s] redirect %" PRIu64 ": %" PRIu64 " bytes the verdict passed up never became "
+		 "readable in %u ms; the client's last bytes are lost",
+		 r->l->rc->name, r->id, held - dir->held_taken, r->d->cfg.daemon.drain_timeout_ms);
+	dir->held_taken = held;
+	return true;
 }
 
 /*
@@ -774,7 +848,8 @@ static void dir_catchup(struct redirect *r, int src)
 	for (;;) {
 		n = forward_held(r, src);
 		dir->held_in_flight = n == -EINPROGRESS;
-		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINPROGRESS)) {
+		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINPROGRESS) ||
+		    (n == -EINPROGRESS && held_owed_expired(r, src))) {
 			dir->state = DIR_DRAINING;
 			return;
 		}
@@ -792,15 +867,43 @@ static void dir_catchup(struct redirect *r, int src)
 		dir_set_open(dir);
 }
 
+/*
+ * At the end of a mapped source, the bytes the verdict held come before those still in the
+ * socket's own queue, and only the gate's count says when the last one has been read: a
+ * plain read of the socket takes its own queue whenever the psock queue is empty, and reads
+ * 0 once the peer is gone (forward_held()). True when every held byte is written on.
+ */
+static bool take_held(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	ssize_t n;
+
+	if (!r->ep[src].in_map)
+		return flush_buf(r, src);
+	for (;;) {
+		n = forward_held(r, src);
+		if (n > 0 && dir->buf_off == dir->buf_len)
+			continue;
+		if (n > 0 || n == -EAGAIN)
+			return false; /* the destination is full: EPOLLOUT */
+		if (n == -EINPROGRESS)
+			return held_owed_expired(r, src);
+		return true; /* all taken (0), or the source failed */
+	}
+}
+
 static void dir_drain(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (!dir_drained(r, src))
+	if (!dir_drained(r, src) || !take_held(r, src))
 		return;
-	/* The kernel is done; take anything still queued on the source (held bytes). */
+	/*
+	 * The kernel and the verdict are done; what is left in the socket's own queue was left
+	 * behind at the insert, the newest bytes of the stream (each send moved the oldest on).
+	 */
 	do {
 		n = forward_some(r, src);
 	} while (n > 0);
@@ -820,12 +923,32 @@ static void dir_drain(struct redirect *r, int src)
 		  now_usec() - dir->drain_started_usec);
 }
 
+/*
+ * The target's socket has an error. A peer's reset is one way; the other is the kernel's own:
+ * when the psock backlog worker fails to send into the target (anything but EAGAIN), it
+ * records the error on the socket (sk_psock_report_error()) and stops sending, and every
+ * byte redirected to it from then on is freed by the kernel. Either way the rest of the
+ * client's stream cannot arrive, and a server reading the stream would see a clean EOF.
+ */
+static void log_target_error(struct redirect *r)
+{
+	char target[160];
+	int err = socket_error(r->ep[TARGET].fd);
+
+	log_warn("[%s] redirect %" PRIu64 ": the connection to %s failed: %s; closing the client "
+		 "connection, bytes not yet delivered are lost",
+		 r->l->rc->name, r->id, target_text(r, target, sizeof(target)),
+		 strerror(err < 0 ? -err : EIO));
+}
+
 static void poll_endpoint(struct redirect *r, int i)
 {
 	struct pollfd pfd = {.fd = r->ep[i].fd, .events = POLLRDHUP};
 
 	if (poll(&pfd, 1, 0) <= 0)
 		return;
+	if (i == TARGET && (pfd.revents & POLLERR) && !r->ep[i].hup)
+		log_target_error(r);
 	if (pfd.revents & (POLLHUP | POLLERR)) {
 		/* Broken or fully closed: nothing more goes to it; finish the other way, then
 		 * close. */
@@ -911,7 +1034,8 @@ static int redirect_step(struct redirect *r)
 	for (i = 0; i < 2; i++) {
 		uint64_t t = 0;
 
-		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP)
+		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP ||
+		    (r->dir[i].state == DIR_SYNC && r->dir[i].sync_held_back))
 			t = now + DRAIN_POLL_USEC;
 		else if (r->dir[i].state == DIR_CATCHUP && r->dir[i].held_in_flight)
 			t = now + HELD_POLL_USEC;
@@ -919,6 +1043,9 @@ static int redirect_step(struct redirect *r)
 			t = r->dir[i].gate_usec + VERDICT_GRACE_USEC;
 		else if (r->dir[i].state == DIR_OPEN && r->dir[i].left_behind)
 			t = r->dir[i].left_check_usec;
+		if (dir_pending(&r->dir[i]) && r->dir[i].retry_usec > now &&
+		    (!t || r->dir[i].retry_usec < t))
+			t = r->dir[i].retry_usec;
 		if (t && (!deadline || t < deadline))
 			deadline = t;
 	}
@@ -969,6 +1096,13 @@ void redirect_request_close(struct redirect *r)
 	 * has sent so far is delivered, later bytes are not read.
 	 */
 	shutdown(r->ep[CLIENT].fd, SHUT_RD);
+	/*
+	 * A send that queued its skb before the shutdown runs its verdict after it: the drain
+	 * (its pass, or the shortcut for a way nothing was redirected on) must not begin
+	 * before that verdict is done. The client's own EOF needs no such wait: every send
+	 * of its had returned.
+	 */
+	r->dir[CLIENT].drain_not_before_usec = now_usec() + VERDICT_GRACE_USEC;
 	r->stop_reading_target = true;
 	r->close_after_drain = true;
 	if (r->dir[CLIENT].state == DIR_OPEN)

@@ -13,12 +13,46 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listener.h"
+#include "log.h"
 #include "redirect_internal.h"
 #include "util.h"
 
 #define SPLICE_PIPE_SIZE (256 * 1024)
 /* Out of the target, reads up to this size go by recv/send; a full one opens the splice pipe. */
 #define SMALL_READ (4 * 1024)
+
+/*
+ * A write into the destination of direction src failed with errno err: nothing more can be
+ * written there, and what the daemon still holds for it is dropped. A client that went away
+ * while its reply was in flight is ordinary; a target that refuses bytes the client sent is
+ * a loss, and says so once.
+ */
+static void dst_failed(struct redirect *r, int src, int err, size_t dropped)
+{
+	struct direction *dir = &r->dir[src];
+
+	r->ep[1 - src].hup = true;
+	if (dir->send_failed_logged)
+		return;
+	dir->send_failed_logged = true;
+	log_msg(src == CLIENT ? LOG_WARNING : LOG_DEBUG,
+		"[%s] redirect %" PRIu64 ": writing to the %s failed: %s; %zu bytes not delivered",
+		r->l->rc->name, r->id, src == CLIENT ? "target" : "client", strerror(err), dropped);
+}
+
+/*
+ * A write that failed for want of memory (ENOBUFS, ENOMEM) has not lost the destination: the
+ * bytes stay with the daemon and the write is tried again in a moment, not on EPOLLOUT, which
+ * a socket short of memory may well report.
+ */
+static bool write_deferred(struct direction *dir, int err)
+{
+	if (err != ENOBUFS && err != ENOMEM)
+		return false;
+	dir->retry_usec = now_usec() + WRITE_RETRY_USEC;
+	return true;
+}
 
 /* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
 int flush_buf(struct redirect *r, int src)
@@ -37,9 +71,9 @@ int flush_buf(struct redirect *r, int src)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
+			if (errno == EAGAIN || write_deferred(dir, errno))
 				return 0;
-			dst->hup = true;
+			dst_failed(r, src, errno, dir->buf_len - dir->buf_off);
 			continue;
 		}
 		dir->buf_off += n;
@@ -145,9 +179,9 @@ static int splice_flush(struct redirect *r, int src)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
+			if (errno == EAGAIN || write_deferred(dir, errno))
 				return 0;
-			dst->hup = true;
+			dst_failed(r, src, errno, dir->in_pipe);
 			continue;
 		}
 		dir->in_pipe -= n;
@@ -169,9 +203,9 @@ static ssize_t send_small(struct redirect *r, int src, const char *data, ssize_t
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
+			if (errno == EAGAIN || write_deferred(dir, errno))
 				break;
-			dst->hup = true; /* nobody left to read it */
+			dst_failed(r, src, errno, n - k);
 			break;
 		}
 		k += w;

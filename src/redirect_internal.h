@@ -15,6 +15,9 @@
 
 #include "vsockmap.h"
 
+/* A write that failed for want of memory is tried again this much later. */
+#define WRITE_RETRY_USEC (10 * 1000)
+
 /* A direction's buffer, while the daemon carries its bytes; never smaller once grown. */
 #define SYNC_BUF_SIZE (256 * 1024)
 
@@ -60,6 +63,11 @@ struct direction {
 	bool held_in_flight;	   /* DIR_CATCHUP: held bytes counted, not yet queued */
 	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
 	uint64_t drain_last_change_usec;
+	uint64_t drain_not_before_usec; /* a drain we began ourselves: verdicts still in flight */
+	uint64_t held_wait_usec;	/* the source's peer is gone, held bytes still owed since */
+	bool send_failed_logged;	/* a failed write into the destination was logged */
+	bool sync_held_back;		/* DIR_SYNC: the insert waits (test knob) */
+	uint64_t retry_usec;		/* a write short of memory is tried again then */
 };
 
 struct redirect {
