@@ -41,7 +41,7 @@ e2e_write_config() {
 [daemon]
 control = $E2E_DIR/control.sock
 connect-timeout = 2
-log-level = info
+log-level = ${E2E_LOG_LEVEL:-info}
 ${E2E_DRAIN_TIMEOUT:+drain-timeout = $E2E_DRAIN_TIMEOUT}
 
 [stream]
@@ -365,6 +365,70 @@ e2e_run_late_insert() {
 		vmtest_fail late-insert-seen "no connection left bytes behind: the scenarios above did not test the sweep"
 	fi
 	scenario_late_insert_slow_reader "$@"
+	e2e_run_late_insert_tail "$@"
+}
+
+# scenario_late_insert_tail SNDBUF [stop] [ARGS]: the plain upload that lost its tail, forced.
+# The client, whose send buffer SNDBUF lets it queue MiBs in the daemon's socket, writes
+# E2E_TAIL bytes (default 128M) at full speed in 64 KiB writes into a fast reader, then
+# closes without shutdown(); the daemon's test knob holds the insert back, without reading,
+# until 3/8 of SNDBUF is queued (3 or 12 MiB), so that all of it is left behind at the
+# insert (a send buffer holds about half its size in 64 KiB skbs). With 8M the
+# client soon blocks on the bytes it left behind: the daemon sweeps them, and the verdict holds
+# what comes next, far faster than the daemon forwards it, so tens of MiB are still held at
+# the EOF. With 32M it never blocks, and about 16 MiB are still in the socket's own queue at
+# the EOF. "stop": SIGTERM as soon as the client has closed, in the middle of that drain.
+# Every byte must arrive, in order, then a clean EOF.
+scenario_late_insert_tail() {
+	_lt_sndbuf=$1
+	_lt_name=late-insert-tail-$1
+	_lt_stop=
+	shift
+	if [ "${1:-}" = stop ]; then
+		_lt_stop=1
+		_lt_name=$_lt_name-stop
+		shift
+	fi
+	_lt_size=${E2E_TAIL:-128M}
+	_lt_queued=$((${_lt_sndbuf%M} * 3 * 1048576 / 8))
+	E2E_LOG_LEVEL=${E2E_LOG_LEVEL:-debug} VSOCKMAPD_TEST_INSERT_QUEUED=$_lt_queued e2e_start_daemon "$@" || return 1
+	start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
+	client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
+	_lt_crc=$?
+	STOP_RC=0
+	STOP_TICKS=0
+	if [ -n "$_lt_stop" ]; then
+		term_daemon "$E2E_DAEMON"
+		wait "$SERVER_PID"
+		_lt_src=$?
+	else
+		wait "$SERVER_PID"
+		_lt_src=$?
+		e2e_stop_daemon
+	fi
+	_lt_left=$(sed -n 's/.*redirect [0-9]*: \([0-9]*\) bytes arrived during the insert.*/\1/p' \
+		"$E2E_DIR/daemon.log" | head -n 1)
+	_lt_line=$(grep -m1 '^server conn=' "$E2E_DIR/$_lt_name.server")
+	if [ "$_lt_crc" -ne 0 ] || [ "$_lt_src" -ne 0 ]; then
+		vmtest_fail "$_lt_name" "client rc=$_lt_crc server rc=$_lt_src | $(tail -n 1 "$E2E_DIR/$_lt_name.client") | ${_lt_line:-no server line} | $(grep -m2 -E 'lost|did not|failed' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
+	elif [ "${_lt_left:-0}" -lt "$_lt_queued" ]; then
+		vmtest_fail "$_lt_name" "only ${_lt_left:-0} bytes were left behind at the insert: the case was not forced | $(grep 'redirect [0-9]*:' "$E2E_DIR/daemon.log" | head -n 4 | tr '\n' ' ')"
+	elif [ -n "$_lt_stop" ] && { [ "$STOP_RC" -ne 0 ] || [ "$STOP_TICKS" -ge 80 ]; }; then
+		vmtest_fail "$_lt_name" "daemon exit $STOP_RC after $((STOP_TICKS / 10)) s: $(tail -n 2 "$E2E_DIR/daemon.log" | tr '\n' ' ')"
+	else
+		vmtest_pass "$_lt_name" "$_lt_left bytes left behind at the insert, then $_lt_size at full speed and a close${_lt_stop:+, SIGTERM at once}: all verified, clean EOF"
+	fi
+}
+
+# e2e_run_late_insert_tail [ARGS]: the forced cases above, E2E_TAIL_RUNS times each (1).
+e2e_run_late_insert_tail() {
+	_lr=0
+	while [ $_lr -lt "${E2E_TAIL_RUNS:-1}" ]; do
+		_lr=$((_lr + 1))
+		scenario_late_insert_tail 8M "$@"
+		scenario_late_insert_tail 32M "$@"
+		scenario_late_insert_tail 32M stop "$@"
+	done
 }
 
 # A sweep waits for the target's backlog like a drain does. The EOF's drain must start its own

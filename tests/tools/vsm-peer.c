@@ -80,6 +80,7 @@ struct options {
 	const char *ready_file;
 	/* client */
 	uint64_t send_len, expect_reply, parallel, dgram_count, kill_after, connect_timeout_s;
+	uint64_t sndbuf; /* client stream sockets: SO_SNDBUF(FORCE), 0 for the default */
 	enum after_send after;
 	bool dgram_connect;
 };
@@ -343,6 +344,8 @@ static const char usage_text[] =
     "  --connect              unix-dgram: connect() and send(), not sendto()\n"
     "  --kill-after BYTES     raise SIGKILL once BYTES have been sent\n"
     "  --connect-timeout SEC  retry refused connects for SEC (default 0)\n"
+    "  --sndbuf N             SO_SNDBUFFORCE (root) or SO_SNDBUF on the socket, so that\n"
+    "                         N bytes can queue in the peer before anyone reads\n"
     "\n"
     "Sizes take K, M, G suffixes (KiB, MiB, GiB). Exit status: 0 all verified,\n"
     "1 verification failure, reset or timeout, 2 usage or system error.\n";
@@ -375,6 +378,7 @@ enum option_id {
 	OPT_CONNECT,
 	OPT_KILL_AFTER,
 	OPT_CONNECT_TIMEOUT,
+	OPT_SNDBUF,
 };
 
 static const struct option long_options[] = {
@@ -402,6 +406,7 @@ static const struct option long_options[] = {
     {"connect", no_argument, NULL, OPT_CONNECT},
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+    {"sndbuf", required_argument, NULL, OPT_SNDBUF},
     {"help", no_argument, NULL, 'h'},
     {}};
 
@@ -436,6 +441,7 @@ static const struct number_option {
     {OPT_DGRAM_COUNT, &opt.dgram_count, UINT32_MAX},
     {OPT_KILL_AFTER, &opt.kill_after, UNSET - 1},
     {OPT_CONNECT_TIMEOUT, &opt.connect_timeout_s, UINT32_MAX},
+    {OPT_SNDBUF, &opt.sndbuf, INT32_MAX / 2},
 };
 
 static const struct number_option *find_number_option(int id)
@@ -1131,6 +1137,13 @@ static void set_dgram_buffers(int fd)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
+/* A send buffer this large lets a client queue that much in its peer before anyone reads. */
+static void set_sndbuf(int fd, int size)
+{
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+}
+
 static int report_errno(const char *call, const struct peer_addr *a, int err)
 {
 	fprintf(stderr, "vsm-peer: %s %s: %s\n", call, a->text, strerror(err));
@@ -1145,6 +1158,8 @@ static int open_socket(const struct peer_addr *a, int flags)
 		return report_errno("socket", a, errno);
 	if (a->type == SOCK_DGRAM)
 		set_dgram_buffers(fd);
+	else if (opt.sndbuf && !opt.is_server)
+		set_sndbuf(fd, (int)opt.sndbuf);
 	return fd;
 }
 
