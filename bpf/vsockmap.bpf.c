@@ -13,7 +13,11 @@
 #include "vsockmap.h"
 
 #define AF_UNIX		     1
+#define SOL_SOCKET	     1
 #define SK_USER_DATA_PTRMASK (~7UL) /* sk_user_data low bits: NOCOPY, BPF, PSOCK */
+
+/* 6.2 and later; the program that needs it is loaded only where the kernel has it. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -287,6 +291,46 @@ int vsockmap_queues(struct bpf_iter__sockmap *ctx)
 		info.partial_bytes = BPF_CORE_READ(psock, work_state.len);
 	}
 	info.rcvq_skbs = BPF_CORE_READ(sk, sk_receive_queue.qlen);
+	info.flags = psock ? VSOCKMAP_QUEUE_PSOCK : 0;
 	bpf_seq_write(ctx->meta->seq, &info, sizeof(info));
 	return 0;
+}
+
+/*
+ * The same for one socket, on demand: the daemon asks getsockopt(fd, SOL_SOCKET,
+ * VSOCKMAP_SO_QUEUES) and this program, attached to the daemon's cgroup, answers from the
+ * socket's psock. The reads go through bpf_rdonly_cast() and BTF, with no
+ * bpf_probe_read_kernel() and no tracing program type, so it loads where the iterator does
+ * not: a kernel locked down for confidentiality, or one that refuses tracing programs. Any
+ * other option passes through untouched.
+ */
+SEC("cgroup/getsockopt")
+int vsockmap_queue_probe(struct bpf_sockopt *ctx)
+{
+	struct vsockmap_queue_info info = {};
+	void *optval = ctx->optval;
+	struct sk_psock *psock;
+	unsigned long data;
+	struct sock *sk;
+
+	if (ctx->level != SOL_SOCKET || ctx->optname != VSOCKMAP_SO_QUEUES)
+		return 1;
+	if (optval + sizeof(info) > ctx->optval_end)
+		return 1;
+	sk = bpf_rdonly_cast(ctx->sk, bpf_core_type_id_kernel(struct sock));
+	if (!sk)
+		return 1;
+	info.cookie = sk->__sk_common.skc_cookie.counter;
+	info.rcvq_skbs = sk->sk_receive_queue.qlen;
+	data = (unsigned long)sk->sk_user_data & SK_USER_DATA_PTRMASK;
+	psock = bpf_rdonly_cast((void *)data, bpf_core_type_id_kernel(struct sk_psock));
+	if (data && psock) {
+		info.backlog_skbs = psock->ingress_skb.qlen;
+		info.partial_bytes = psock->work_state.len;
+		info.flags = VSOCKMAP_QUEUE_PSOCK;
+	}
+	__builtin_memcpy(optval, &info, sizeof(info));
+	ctx->optlen = sizeof(info);
+	ctx->retval = 0;
+	return 1;
 }

@@ -55,14 +55,23 @@ struct vsockmap_counters {
 	__u64 dropped_packets; /* UNIX-RECV: held datagrams whose length could not be kept */
 };
 
-/* Records written by the queue iterator: one per socket in the sockhash. */
+/*
+ * A socket's queues, as the kernel holds them: one record per socket in the sockhash from the
+ * queue iterator, or the answer of the queue probe (getsockopt(fd, SOL_SOCKET,
+ * VSOCKMAP_SO_QUEUES), served by a cgroup/getsockopt program) for one socket.
+ */
 struct vsockmap_queue_info {
 	__u64 cookie;
 	__u32
 	    backlog_skbs; /* psock->ingress_skb: redirected data not yet sent out of this socket */
 	__u32 partial_bytes; /* psock->work_state.len: an skb the worker is part-way through */
 	__u32 rcvq_skbs;     /* sk->sk_receive_queue length */
-	__u32 pad;
+	__u32 flags;	     /* VSOCKMAP_QUEUE_* */
 };
+
+/* vsockmap_queue_info.flags: the socket has a psock (it is in a sockmap). */
+#define VSOCKMAP_QUEUE_PSOCK 1
+/* The queue probe's option name at SOL_SOCKET ("vsmq"); no kernel option has it. */
+#define VSOCKMAP_SO_QUEUES 0x76736d71
 
 #endif

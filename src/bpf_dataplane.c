@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf_dataplane.h"
+#include "cgroup_self.h"
 #include "fd_spare.h"
 #include "log.h"
 #include "util.h"
@@ -50,8 +53,9 @@ struct dataplane {
 	uint64_t queues_pass;	 /* its number: passes are counted from 1; 0 is none */
 	uint64_t passes;	 /* passes begun */
 	uint64_t pass_tick_usec;
-	struct bpf_link *iter_link; /* the queue iterator over egress, attached once */
-	bool maps_reused;	    /* loaded on top of the maps a previous instance stored */
+	struct bpf_link *iter_link;  /* the queue iterator over egress, attached once */
+	struct bpf_link *probe_link; /* the queue probe, on the daemon's own cgroup */
+	bool maps_reused;	     /* loaded on top of the maps a previous instance stored */
 };
 
 struct dgram_plane {
@@ -111,8 +115,11 @@ static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
 	return err;
 }
 
-/* with_iterator: the queue iterator, and with it fastpath=permanent if asked for. */
-static int skel_load(struct dataplane *dp, bool with_iterator, bool permanent,
+/*
+ * signal: the exact drain signal to load with the verdicts (DRAIN_PROBE, DRAIN_ITERATOR), or
+ * none (DRAIN_TIMED); with one, fastpath=permanent if asked for.
+ */
+static int skel_load(struct dataplane *dp, enum drain_mode signal, bool permanent,
 		     dataplane_stored_map_fn stored)
 {
 	struct vsockmap_bpf *skel;
@@ -121,9 +128,10 @@ static int skel_load(struct dataplane *dp, bool with_iterator, bool permanent,
 	skel = vsockmap_bpf__open();
 	if (!skel)
 		return -errno;
-	permanent = permanent && with_iterator;
+	permanent = permanent && signal != DRAIN_TIMED;
 	bpf_program__set_autoload(skel->progs.vsockmap_dgram_verdict, false);
-	bpf_program__set_autoload(skel->progs.vsockmap_queues, with_iterator);
+	bpf_program__set_autoload(skel->progs.vsockmap_queues, signal == DRAIN_ITERATOR);
+	bpf_program__set_autoload(skel->progs.vsockmap_queue_probe, signal == DRAIN_PROBE);
 	bpf_program__set_autoload(skel->progs.vsockmap_verdict, !permanent);
 	bpf_program__set_autoload(skel->progs.vsockmap_msg, !permanent);
 	bpf_program__set_autoload(skel->progs.vsockmap_verdict_uncounted, permanent);
@@ -201,6 +209,79 @@ static int init_slots(struct dataplane *dp)
 	return 0;
 }
 
+/*
+ * The queue probe answers getsockopt() for sockets created in the cgroup it is attached to:
+ * the daemon's own, where it creates its targets. A link, so that it goes with the daemon.
+ */
+static int attach_probe(struct dataplane *dp)
+{
+	char dir[4096];
+	int fd, err;
+
+	err = cgroup_self_dir(dir, sizeof(dir));
+	if (err)
+		return err;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dp->probe_link = bpf_program__attach_cgroup(dp->skel->progs.vsockmap_queue_probe, fd);
+	err = dp->probe_link ? 0 : -errno;
+	close(fd);
+	return err;
+}
+
+static void unload(struct dataplane *dp)
+{
+	bpf_link__destroy(dp->probe_link);
+	dp->probe_link = NULL;
+	vsockmap_bpf__destroy(dp->skel);
+	dp->skel = NULL;
+}
+
+/*
+ * The verdicts with the best drain signal the kernel allows and mode asks for: the probe
+ * (no tracing program, no bpf_probe_read_kernel(): it loads on a kernel locked down for
+ * confidentiality and on one that refuses tracing programs; it needs a cgroup v2 mount and
+ * Linux 6.2 for bpf_rdonly_cast()), else the iterator, else none. Why each is not in use
+ * stays in the features, for the log and vsockmapctl status.
+ */
+static int load_with_drain_signal(struct dataplane *dp, enum drain_mode mode, bool permanent,
+				  dataplane_stored_map_fn stored)
+{
+	int err = -ECANCELED; /* not asked for */
+
+	if (mode == DRAIN_AUTO || mode == DRAIN_PROBE) {
+		err = skel_load(dp, DRAIN_PROBE, permanent, stored);
+		err = err ?: attach_probe(dp);
+		if (!err) {
+			dp->features.drain = DRAIN_PROBE;
+			dp->features.iterator_error = -ECANCELED;
+			return 0;
+		}
+		unload(dp);
+		if (mode == DRAIN_PROBE)
+			return log_errno(LOG_ERR, err, "loading the BPF object with its queue probe");
+	}
+	dp->features.probe_error = err;
+	err = -ECANCELED;
+	if (mode == DRAIN_AUTO || mode == DRAIN_ITERATOR) {
+		err = skel_load(dp, DRAIN_ITERATOR, permanent, stored);
+		if (!err) {
+			dp->features.drain = DRAIN_ITERATOR;
+			return 0;
+		}
+		if (mode == DRAIN_ITERATOR)
+			return log_errno(LOG_ERR, err,
+					 "loading the BPF object with its queue iterator");
+	}
+	dp->features.iterator_error = err;
+	err = skel_load(dp, DRAIN_TIMED, false, stored);
+	if (err)
+		return log_errno(LOG_ERR, err, "loading the BPF object");
+	dp->features.drain = DRAIN_TIMED;
+	return 0;
+}
+
 int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 		   dataplane_stored_map_fn stored)
 {
@@ -221,23 +302,9 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 	if (err)
 		goto out_free;
 
-	err = -ECANCELED; /* --drain=timed */
-	if (mode != DRAIN_TIMED) {
-		err = skel_load(dp, true, permanent, stored);
-		if (err && mode == DRAIN_ITERATOR) {
-			log_errno(LOG_ERR, err, "loading the BPF object with its queue iterator");
-			goto out_free;
-		}
-	}
-	dp->features.iterator = !err;
-	dp->features.iterator_error = err;
-	if (err) {
-		err = skel_load(dp, false, false, stored);
-		if (err) {
-			log_errno(LOG_ERR, err, "loading the BPF object");
-			goto out_free;
-		}
-	}
+	err = load_with_drain_signal(dp, mode, permanent, stored);
+	if (err)
+		goto out_free;
 
 	dp->gates_len = sizeof(struct vsockmap_gate) * VSOCKMAP_MAX_REDIRECTS * VSOCKMAP_NR_DIRS;
 	/* Address space for all of it; map_gates() maps the map's pages into it. */
@@ -271,11 +338,23 @@ void dataplane_close(struct dataplane *dp)
 	if (dp->gates)
 		munmap(dp->gates, dp->gates_len);
 	bpf_link__destroy(dp->iter_link);
-	vsockmap_bpf__destroy(dp->skel);
+	unload(dp);
 	free(dp->free_slots);
 	free(dp->percpu);
 	free(dp->queues);
 	free(dp);
+}
+
+/* Why a drain signal is not in use, for the log and vsockmapctl status. */
+const char *dataplane_signal_why(int err)
+{
+	if (err == -ECANCELED)
+		return "not asked for (--drain)";
+	if (err == -EPERM)
+		return "refused by the kernel: EPERM";
+	if (err == -ENOENT)
+		return "no cgroup v2 hierarchy shows the daemon's cgroup";
+	return strerror(-err);
 }
 
 const struct dataplane_features *dataplane_features(const struct dataplane *dp)
@@ -604,16 +683,33 @@ uint64_t dataplane_queue_epoch(const struct dataplane *dp)
 
 bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t tick_usec)
 {
+	if (dp->features.drain == DRAIN_PROBE)
+		return true;
 	return dp->queues_pass > epoch && tick_usec - dp->queues_usec < QUEUE_CACHE_USEC;
 }
 
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t epoch,
+/* The probe's answer for fd: asked now, so it is never older than the caller's question. */
+static int probe_queues(int fd, struct vsockmap_queue_info *out)
+{
+	socklen_t len = sizeof(*out);
+
+	memset(out, 0, sizeof(*out));
+	if (getsockopt(fd, SOL_SOCKET, VSOCKMAP_SO_QUEUES, out, &len))
+		return -errno;
+	if (len != sizeof(*out))
+		return -EPROTO;
+	return out->flags & VSOCKMAP_QUEUE_PSOCK ? 0 : -ENOENT;
+}
+
+int dataplane_queue_info(struct dataplane *dp, int fd, uint64_t cookie, uint64_t epoch,
 			 uint64_t tick_usec, struct vsockmap_queue_info *out)
 {
 	struct vsockmap_queue_info key = { .cookie = cookie }, *found;
 	int err;
 
-	if (!dp->features.iterator)
+	if (dp->features.drain == DRAIN_PROBE)
+		return probe_queues(fd, out);
+	if (dp->features.drain != DRAIN_ITERATOR)
 		return -EOPNOTSUPP;
 	if (!dataplane_queue_fresh(dp, epoch, tick_usec)) {
 		dp->pass_tick_usec = tick_usec;

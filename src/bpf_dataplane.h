@@ -11,25 +11,41 @@
 struct dataplane;
 struct dgram_plane;
 
+/*
+ * How the daemon tells that a redirect's kernel backlog is empty. Both exact signals read the
+ * target's psock queues: the probe one socket at a time (a cgroup/getsockopt program), the
+ * iterator the whole egress sockhash per pass.
+ */
 enum drain_mode {
-	DRAIN_AUTO,	/* use the queue iterator if the kernel allows it */
-	DRAIN_ITERATOR, /* require it */
-	DRAIN_TIMED,	/* never use it: wait for counters to settle */
+	DRAIN_AUTO,	/* the probe, else the iterator, else timed: the best the kernel allows */
+	DRAIN_PROBE,	/* require the probe */
+	DRAIN_ITERATOR, /* require the iterator */
+	DRAIN_TIMED,	/* neither: wait for the counters to settle */
 };
 
+/* The timed drain: how long the counter must stand still, the target writable throughout. */
+#define TIMED_DRAIN_QUIET_USEC (200 * 1000)
+
 struct dataplane_features {
-	bool iterator;	    /* the queue iterator loaded: exact drain signal */
-	int iterator_error; /* -errno from loading it, when it did not */
-	bool permanent;	    /* fastpath=permanent: uncounted sk_skb verdict, sk_msg per 4 GiB */
+	enum drain_mode drain; /* the signal in use: DRAIN_PROBE, DRAIN_ITERATOR or DRAIN_TIMED */
+	int probe_error;       /* -errno: why the probe is not in use (-ECANCELED: not asked for) */
+	int iterator_error;    /* -errno: why the iterator is not in use */
+	bool permanent;	       /* fastpath=permanent: uncounted sk_skb verdict, sk_msg per 4 GiB */
 };
+
+/* An exact drain signal is in use (the probe or the iterator). */
+static inline bool dataplane_exact_drain(const struct dataplane_features *f)
+{
+	return f->drain == DRAIN_PROBE || f->drain == DRAIN_ITERATOR;
+}
 
 /* The fd of a map NAME stored by a previous instance (the caller's copy), or -ENOENT. */
 typedef int (*dataplane_stored_map_fn)(const char *name);
 
 /*
  * stored: NULL, or where to look for a previous instance's maps to load on top of.
- * permanent: fastpath=permanent, if the queue iterator loads (the drain needs it when nothing
- * is counted); dataplane_features() says whether it is in force.
+ * permanent: fastpath=permanent, if an exact drain signal loads (the drain needs one when
+ * nothing is counted); dataplane_features() says what is in force.
  */
 int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 		   dataplane_stored_map_fn stored);
@@ -40,6 +56,8 @@ int dataplane_for_each_map(struct dataplane *dp,
 			   int (*fn)(void *ctx, const char *name, int fd), void *ctx);
 void dataplane_close(struct dataplane *dp);
 const struct dataplane_features *dataplane_features(const struct dataplane *dp);
+/* Why a drain signal is not in use, from its -errno in the features (text, never NULL). */
+const char *dataplane_signal_why(int err);
 
 /*
  * Slots in use at most (max-redirects=); 0 or VSOCKMAP_MAX_REDIRECTS: as many as the maps
@@ -87,17 +105,18 @@ int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
 			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS]);
 
 /*
- * Queue lengths of one destination. Iterator passes are numbered; epoch is the number of the
- * last pass that may be too old for the caller: dataplane_queue_epoch() taken when a drain
- * began, since a pass from earlier in the same event-loop tick can predate the skbs the last
+ * Queue lengths of one destination (fd, whose cookie is cookie). The probe asks the kernel
+ * now, for this socket alone. Iterator passes are numbered; epoch is the number of the last
+ * pass that may be too old for the caller: dataplane_queue_epoch() taken when a drain began,
+ * since a pass from earlier in the same event-loop tick can predate the skbs the last
  * verdicts redirected. A newer pass less than 1 ms old (tick_usec is the current tick) is
- * reused, otherwise a new one is made. 0 accepts any recent pass. -EOPNOTSUPP without the
- * iterator, -ENOENT if absent.
+ * reused, otherwise a new one is made. 0 accepts any recent pass. -EOPNOTSUPP without an
+ * exact signal, -ENOENT if the socket is in no sockmap.
  */
 uint64_t dataplane_queue_epoch(const struct dataplane *dp);
-/* dataplane_queue_info() would answer from the last pass, without a new one. */
+/* dataplane_queue_info() would answer without walking the map: the probe, or a fresh pass. */
 bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t tick_usec);
-int dataplane_queue_info(struct dataplane *dp, uint64_t cookie, uint64_t epoch,
+int dataplane_queue_info(struct dataplane *dp, int fd, uint64_t cookie, uint64_t epoch,
 			 uint64_t tick_usec, struct vsockmap_queue_info *out);
 
 /* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */

@@ -504,24 +504,22 @@ static struct json_object *lockdown_level(void)
 	return json_object_new_string(lb + 1);
 }
 
-static struct json_object *iterator_error(const struct dataplane_features *f)
+/* Why a drain signal is not in use; null when it is. */
+static struct json_object *signal_error(const struct dataplane_features *f, enum drain_mode which,
+					int err)
 {
-	char buf[128];
-
-	if (f->iterator)
-		return NULL;
-	if (f->iterator_error == -ECANCELED)
-		return json_object_new_string("not loaded: --drain=timed");
-	if (f->iterator_error == -EPERM)
-		return json_object_new_string("refused by the kernel: EPERM (lockdown?)");
-	snprintf(buf, sizeof(buf), "%s", strerror(-f->iterator_error));
-	return json_object_new_string(buf);
+	return f->drain == which ? NULL : json_object_new_string(dataplane_signal_why(err));
 }
+
+static const char *const drain_names[] = {
+    [DRAIN_AUTO] = "auto", [DRAIN_PROBE] = "probe", [DRAIN_ITERATOR] = "iterator",
+    [DRAIN_TIMED] = "timed"};
 
 static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		      struct json_object *request, struct json_object *response, char **error_text)
 {
-	static const struct dataplane_features none = {.iterator_error = -ENOENT};
+	static const struct dataplane_features none = {
+	    .drain = DRAIN_TIMED, .probe_error = -ENOENT, .iterator_error = -ENOENT};
 	const struct dataplane_features *f = d->dp ? dataplane_features(d->dp) : &none;
 	struct json_object *status, *control, *kernel, *arr;
 	const struct daemon_config *dc = &d->cfg.daemon;
@@ -550,15 +548,17 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	kernel = json_object_new_object();
 	add_string(kernel, "release", uts.release);
 	add(kernel, "lockdown", lockdown_level());
-	add(kernel, "iterator", json_object_new_boolean(f->iterator));
-	add(kernel, "iterator_error", iterator_error(f));
+	add(kernel, "probe", json_object_new_boolean(f->drain == DRAIN_PROBE));
+	add(kernel, "probe_error", signal_error(f, DRAIN_PROBE, f->probe_error));
+	add(kernel, "iterator", json_object_new_boolean(f->drain == DRAIN_ITERATOR));
+	add(kernel, "iterator_error", signal_error(f, DRAIN_ITERATOR, f->iterator_error));
 	add_string(kernel, "btf", access(BTF_PATH, R_OK) == 0 ? BTF_PATH : NULL);
 	add_string(kernel, "bpf_object_sha256", VSOCKMAP_BPF_SHA256);
 	add_string(kernel, "fastpath", f->permanent ? "permanent" : "counted");
 	add(kernel, "msg_verdict_runs",
 	    d->dp ? json_object_new_uint64(dataplane_msg_runs(d->dp)) : NULL);
 	add(status, "kernel", kernel);
-	add_string(status, "drain", f->iterator ? "iterator" : "timed");
+	add_string(status, "drain", drain_names[f->drain]);
 	add_string(status, "datapath", d->dp ? "kernel" : "userspace");
 	add_string(status, "datapath_reason", d->dp ? NULL : d->userspace_why);
 

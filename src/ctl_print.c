@@ -371,12 +371,16 @@ static char *cell_control(struct json_object *control)
 	return s;
 }
 
-static char *cell_iterator(struct json_object *kernel)
+/* A drain signal (kernel.probe, kernel.iterator): in use, or why not. */
+static char *cell_signal(struct json_object *kernel, const char *name)
 {
-	const char *why = get_string(kernel, "iterator_error");
+	char key[32];
+	const char *why;
 	bool v;
 
-	if (!get_bool(kernel, "iterator", &v))
+	snprintf(key, sizeof(key), "%s_error", name);
+	why = get_string(kernel, key);
+	if (!get_bool(kernel, name, &v))
 		return strdup("-");
 	if (v)
 		return strdup("yes (exact drain signal and queue lengths)");
@@ -436,7 +440,8 @@ int print_status(struct json_object *status, FILE *out)
 	table_add_pair(&pairs, "kernel", cell_string(kernel, "release"));
 	table_add_pair(&pairs, "data path", cell_datapath_mode(status));
 	table_add_pair(&pairs, "lockdown", cell_lockdown(kernel));
-	table_add_pair(&pairs, "iterator", cell_iterator(kernel));
+	table_add_pair(&pairs, "probe", cell_signal(kernel, "probe"));
+	table_add_pair(&pairs, "iterator", cell_signal(kernel, "iterator"));
 	table_add_pair(&pairs, "drain", cell_string(status, "drain"));
 	if (get_string(kernel, "fastpath"))
 		table_add_pair(&pairs, "fastpath", cell_fastpath(kernel));

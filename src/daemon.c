@@ -91,19 +91,21 @@ static void log_datapath(struct daemon *d)
 	uname(&uts);
 	log_info("data path: kernel (sockmap), BPF object sha256:%s on kernel %s",
 		 VSOCKMAP_BPF_SHA256, uts.release);
-	if (f->iterator)
-		log_info("drain signal: queue iterator");
+	if (f->drain == DRAIN_PROBE)
+		log_info("drain signal: queue probe (the target's psock, asked per socket)");
+	else if (f->drain == DRAIN_ITERATOR)
+		log_info("drain signal: queue iterator; the probe was not loaded (%s)",
+			 dataplane_signal_why(f->probe_error));
 	else
-		log_notice("drain signal: timed; the queue iterator was not loaded (%s)",
-			   f->iterator_error == -ECANCELED ? "--drain=timed"
-			   : f->iterator_error == -EPERM   ? "refused by the kernel: EPERM"
-							   : strerror(-f->iterator_error));
+		log_notice("drain signal: timed, not exact; the queue probe was not loaded (%s), "
+			   "nor the queue iterator (%s)",
+			   dataplane_signal_why(f->probe_error), dataplane_signal_why(f->iterator_error));
 	if (f->permanent)
 		log_info("fastpath: permanent; the stream verdict counts nothing, and a TCP "
 			 "socket's sk_msg verdict runs once per 4 GiB");
 	else if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT)
 		log_notice("fastpath: counted, not permanent: with nothing counted the drain "
-			   "needs the queue iterator, which did not load");
+			   "needs an exact signal, and neither the probe nor the iterator loaded");
 }
 
 /*
@@ -122,7 +124,7 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	}
 	/* On top of the maps a previous instance stored, if any (handover.c). */
 	if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT && opts->drain_mode == DRAIN_TIMED) {
-		log_err("fastpath=permanent needs the queue iterator, and --drain=timed rules it "
+		log_err("fastpath=permanent needs an exact drain signal, and --drain=timed rules it "
 			"out: the timed drain watches the counters the permanent fast path drops");
 		return -EINVAL;
 	}
@@ -136,7 +138,8 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	}
 	dataplane_close(d->dp);
 	d->dp = NULL;
-	if (mode == DATAPATH_KERNEL || opts->drain_mode == DRAIN_ITERATOR)
+	if (mode == DATAPATH_KERNEL || opts->drain_mode == DRAIN_ITERATOR ||
+	    opts->drain_mode == DRAIN_PROBE)
 		return err;
 	snprintf(d->userspace_why, sizeof(d->userspace_why), "the BPF object did not load: %s",
 		 strerror(-err));

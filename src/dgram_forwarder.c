@@ -61,6 +61,7 @@ struct dgram_forwarder {
 	uint64_t discarded_bytes; /* sent back by the target */
 	uint64_t started_usec;
 	unsigned int failures;
+	struct settle_clock drain_quiet; /* the stop's timed drain (no exact signal) */
 };
 
 static void dgram_step(struct dgram_forwarder *f);
@@ -470,6 +471,7 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 {
 	struct vsockmap_queue_info qi;
+	struct vsockmap_counters c;
 	int err;
 
 	/* Target away: nothing can reach it now, and a redial may take longer than a stop. */
@@ -483,10 +485,17 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 	if (__atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE) != f->held_taken)
 		return false;
 	/* Redirected, still in the target's psock backlog: closing the target would free it. */
-	err = dataplane_queue_info(f->d->dp, f->target_cookie, epoch, now_usec(), &qi);
-	if (err == -EOPNOTSUPP || err == -ENOENT)
-		return true; /* no iterator: nothing to wait on (the timed drain is per redirect) */
-	return !err && !qi.backlog_skbs && !qi.partial_bytes;
+	err = dataplane_queue_info(f->d->dp, f->target_fd, f->target_cookie, epoch, now_usec(),
+				   &qi);
+	if (err == -ENOENT)
+		return true;
+	if (err != -EOPNOTSUPP)
+		return !err && !qi.backlog_skbs && !qi.partial_bytes;
+	/* No exact signal: the timed drain's heuristic, as for a stream (redirect.c). */
+	if (dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
+		return true;
+	return settle_clock_check(&f->drain_quiet, c.bytes, socket_writable(f->target_fd),
+				  now_usec(), TIMED_DRAIN_QUIET_USEC);
 }
 
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)

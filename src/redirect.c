@@ -26,8 +26,6 @@
 #define STALL_USEC (20 * USEC_PER_MSEC)
 /* A verdict that read the gate a moment ago has finished this long after. */
 #define VERDICT_GRACE_USEC (20 * USEC_PER_MSEC)
-/* Without the queue iterator: the direction counts as drained once quiet this long. */
-#define DRAIN_QUIET_USEC (200 * USEC_PER_MSEC)
 
 static int redirect_step(struct redirect *r);
 
@@ -207,7 +205,8 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].cookie, 0, loop_tick(r), &qi)) {
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0,
+				  loop_tick(r), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -646,9 +645,16 @@ static bool dir_drained(struct redirect *r, int src)
 		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
 	}
 	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
-		log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in %u ms",
-			 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
-			 r->d->cfg.daemon.drain_timeout_ms);
+		if (dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
+			log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in "
+				 "%u ms; what the kernel still holds for it, if anything, is lost",
+				 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
+				 r->d->cfg.daemon.drain_timeout_ms);
+		else
+			log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in "
+				 "%u ms; %u socket buffers still queued for it are lost",
+				 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
+				 r->d->cfg.daemon.drain_timeout_ms, qi.backlog_skbs);
 		return true;
 	}
 	/*
@@ -676,7 +682,7 @@ static bool dir_drained(struct redirect *r, int src)
 		}
 		return false;
 	}
-	err = dataplane_queue_info(r->d->dp, dst->cookie, dir->drain_epoch, now, &qi);
+	err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
 	if (!err)
 		return !qi.backlog_skbs && !qi.partial_bytes;
 	if (err == -ENOENT)
@@ -685,20 +691,20 @@ static bool dir_drained(struct redirect *r, int src)
 	if (err == -EMFILE || err == -ENFILE || err == -ENOMEM)
 		return false;
 	/*
-	 * No iterator: wait until the kernel's counter for this direction stops moving. A
-	 * direction that counts nothing (handed over by a fastpath=permanent instance to one
-	 * started with --drain=timed) has no such signal: it waits out drain-timeout.
+	 * No exact signal: a heuristic. The backlog worker sends whenever the target can take
+	 * bytes, at once after a redirect and a jiffy after a refusal; so a target that could
+	 * take bytes at every look for TIMED_DRAIN_QUIET_USEC while this direction's counter stood
+	 * still has nothing left queued, unless the worker stopped (then the target shows an
+	 * error). A slow reader keeps the target full and the wait going, up to drain-timeout.
+	 * A direction that counts nothing (handed over by a fastpath=permanent instance to one
+	 * started with --drain=timed) has no counter: it waits out drain-timeout.
 	 */
 	if (!counted)
 		return false;
 	if (dataplane_counters(r->d->dp, r->slot, src, &c))
 		return true;
-	if (c.bytes != dir->drain_last_bytes || !dir->drain_last_change_usec) {
-		dir->drain_last_bytes = c.bytes;
-		dir->drain_last_change_usec = now;
-		return false;
-	}
-	return now - dir->drain_last_change_usec >= DRAIN_QUIET_USEC;
+	return settle_clock_check(&dir->drain_quiet, c.bytes, socket_writable(dst->fd), now,
+				  TIMED_DRAIN_QUIET_USEC);
 }
 
 static void dir_sweep(struct redirect *r, int src)
@@ -717,7 +723,7 @@ static void dir_sweep(struct redirect *r, int src)
 	 * Kept from here, it let the EOF take a pass made before the client's last skbs.
 	 */
 	dir->drain_started_usec = 0;
-	dir->drain_last_change_usec = 0;
+	dir->drain_quiet.since_usec = 0;
 	if (!flush_buf(r, src))
 		return; /* the read below reuses the buffer */
 	gate = dataplane_gate(r->d->dp, r->slot, src);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "util.h"
 #include "vsockmap.h"
 
 /* A write that failed for want of memory is tried again this much later. */
@@ -61,8 +62,7 @@ struct direction {
 	uint64_t gate_usec;	   /* when the gate was last closed or opened */
 	uint64_t held_taken;	   /* bytes of the gate's held count read by the daemon */
 	bool held_in_flight;	   /* DIR_CATCHUP: held bytes counted, not yet queued */
-	uint64_t drain_last_bytes; /* timed drain: counter value and when it last moved */
-	uint64_t drain_last_change_usec;
+	struct settle_clock drain_quiet; /* timed drain: the counter, still, the target writable */
 	uint64_t drain_not_before_usec; /* a drain we began ourselves: verdicts still in flight */
 	uint64_t held_wait_usec;	/* the source's peer is gone, held bytes still owed since */
 	bool send_failed_logged;	/* a failed write into the destination was logged */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <arpa/inet.h>
@@ -308,6 +309,13 @@ int socket_force_sndbuf(int fd, unsigned int bytes)
 		return 0;
 	/* Without CAP_NET_ADMIN take what net.core.wmem_max allows. */
 	return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)) ? -errno : 0;
+}
+
+bool socket_writable(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+	return poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLOUT);
 }
 
 int socket_inq(int fd)

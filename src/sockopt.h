@@ -3,6 +3,7 @@
 #ifndef VSOCKMAP_SOCKOPT_H
 #define VSOCKMAP_SOCKOPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -47,5 +48,7 @@ int socket_force_sndbuf(int fd, unsigned int bytes);
 
 /* Bytes waiting in the receive queue (SIOCINQ), or -errno. */
 int socket_inq(int fd);
+/* The socket would take bytes now (POLLOUT). */
+bool socket_writable(int fd);
 
 #endif

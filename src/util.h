@@ -3,6 +3,7 @@
 #ifndef VSOCKMAP_UTIL_H
 #define VSOCKMAP_UTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -20,5 +21,26 @@ int safe_close(int fd);
  * from input cannot break a message into lines or drive a terminal.
  */
 void make_printable(char *s);
+
+/*
+ * A value that must stand still, with a condition holding, for a while: the timed drain's
+ * signal. settle_clock_check() restarts the clock whenever value moved or ok is false, and
+ * returns true once both held for quiet_usec.
+ */
+struct settle_clock {
+	uint64_t value;
+	uint64_t since_usec; /* 0: not started */
+};
+
+static inline bool settle_clock_check(struct settle_clock *c, uint64_t value, bool ok,
+				      uint64_t now, uint64_t quiet_usec)
+{
+	if (!ok || value != c->value || !c->since_usec) {
+		c->value = value;
+		c->since_usec = now;
+		return false;
+	}
+	return now - c->since_usec >= quiet_usec;
+}
 
 #endif

@@ -13,13 +13,14 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|iterator|timed] [--datapath=MODE]\n"
+	fprintf(f, "Usage: vsockmapd [-c FILE] [--drain=auto|probe|iterator|timed] [--datapath=MODE]\n"
 		   "                 [--fastpath=counted|permanent]\n"
 		   "       vsockmapd [-d]... [-T SECONDS] [--control PATH] ADDRESS1 ADDRESS2\n"
 		   "\n"
 		   "  -c, --config FILE   configuration file (default " CONFIG_DEFAULT_PATH ")\n"
 		   "      --drain MODE    how to tell that a redirect's kernel backlog is empty:\n"
-		   "                      auto (queue iterator if allowed), iterator, timed\n"
+		   "                      auto (the queue probe, else the iterator, else timed),\n"
+		   "                      probe, iterator, timed\n"
 		   "      --datapath MODE who moves the bytes: auto (the kernel where it can,\n"
 		   "                      else the daemon), kernel, userspace (splice() in the\n"
 		   "                      daemon); overrides the configuration's datapath=\n"
@@ -46,6 +47,8 @@ static int parse_drain(const char *s, enum drain_mode *mode)
 {
 	if (!strcmp(s, "auto"))
 		*mode = DRAIN_AUTO;
+	else if (!strcmp(s, "probe"))
+		*mode = DRAIN_PROBE;
 	else if (!strcmp(s, "iterator"))
 		*mode = DRAIN_ITERATOR;
 	else if (!strcmp(s, "timed"))
@@ -104,7 +107,7 @@ int main(int argc, char **argv)
 			break;
 		case 'D':
 			if (parse_drain(optarg, &opts.drain_mode)) {
-				log_err("--drain: unknown mode \"%s\" (auto, iterator or timed)",
+				log_err("--drain: unknown mode \"%s\" (auto, probe, iterator or timed)",
 					optarg);
 				return 1;
 			}

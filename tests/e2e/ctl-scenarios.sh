@@ -178,12 +178,12 @@ ctl_scenario_show() {
 	_json=$(ctl -j show "$CTL_ID1")
 	_plain=$(ctl show "$CTL_ID1")
 	_cookie=$(json_num "$_json" client_cookie)
-	_iter=$(ctl -j status | grep -c '"iterator":true')
+	_iter=$(ctl -j status | grep -cE '"(probe|iterator)":true')
 	_backlog=$(json_num "$_json" target_backlog_skbs)
 	if [ -z "$_cookie" ] || [ -z "$(json_num "$_json" target_cookie)" ]; then
 		vmtest_fail ctl-show "no socket cookies: $_json"
 	elif [ "$_iter" -eq 1 ] && [ -z "$_backlog" ]; then
-		vmtest_fail ctl-show "the iterator is loaded but show has no queue length: $_json"
+		vmtest_fail ctl-show "an exact drain signal is in use but show has no queue length: $_json"
 	elif ! printf '%s\n' "$_plain" | grep -q "^client cookie: *$_cookie\$"; then
 		vmtest_fail ctl-show "plain show disagrees with -j: $_plain"
 	else
@@ -300,17 +300,16 @@ ctl_scenario_listeners() {
 
 ctl_scenario_status() {
 	_json=$(ctl -j status)
-	if grep -q 'drain signal: queue iterator' "$E2E_DIR/daemon.log"; then
-		_want=true
-	else
-		_want=false
-	fi
-	if ! printf '%s\n' "$_json" | grep -q "\"iterator\":$_want"; then
-		vmtest_fail ctl-status "the log says iterator=$_want: $_json"
+	_want=$(sed -n 's/.*drain signal: \(queue \)*\(probe\|iterator\|timed\).*/\2/p' \
+		"$E2E_DIR/daemon.log" | head -n 1)
+	if ! printf '%s\n' "$_json" | grep -q "\"drain\":\"${_want:-?}\""; then
+		vmtest_fail ctl-status "the log says the drain signal is ${_want:-unknown}: $_json"
+	elif [ "$_want" != timed ] && ! printf '%s\n' "$_json" | grep -q "\"$_want\":true"; then
+		vmtest_fail ctl-status "the log says $_want, status does not: $_json"
 	elif ! printf '%s\n' "$_json" | grep -q "\"release\":\"$(uname -r)\""; then
 		vmtest_fail ctl-status "kernel release missing: $_json"
 	else
-		vmtest_pass ctl-status "$(ctl status | grep -E '^(kernel|iterator|lockdown|btf):' | tr -s ' ' | tr '\n' ';')"
+		vmtest_pass ctl-status "$(ctl status | grep -E '^(kernel|probe|iterator|drain|lockdown|btf):' | tr -s ' ' | tr '\n' ';')"
 	fi
 
 	# The file did not change: every section and every live redirect stays.
@@ -562,14 +561,14 @@ ctl_run_no_daemon() {
 	fi
 }
 
-# The timed drain: status tells why the iterator is not loaded.
+# The timed drain: status tells why neither exact signal is in use.
 ctl_run_timed_status() {
 	e2e_start_daemon --drain=timed || return 1
 	_json=$(ctl -j status)
-	if printf '%s\n' "$_json" | grep -q '"iterator":false' &&
-		printf '%s\n' "$_json" | grep -q '"iterator_error":"not loaded: --drain=timed"' &&
+	if printf '%s\n' "$_json" | grep -q '"probe":false,"probe_error":"not asked for (--drain)"' &&
+		printf '%s\n' "$_json" | grep -q '"iterator":false,"iterator_error":"not asked for (--drain)"' &&
 		printf '%s\n' "$_json" | grep -q '"drain":"timed"'; then
-		vmtest_pass ctl-status-timed "$(ctl status | grep '^iterator:' | tr -s ' ')"
+		vmtest_pass ctl-status-timed "$(ctl status | grep -E '^(probe|iterator):' | tr -s ' ' | tr '\n' ';')"
 	else
 		vmtest_fail ctl-status-timed "$_json"
 	fi

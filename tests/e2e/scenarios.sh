@@ -431,6 +431,45 @@ e2e_run_late_insert_tail() {
 	done
 }
 
+# e2e_drain_signal [ARGS]: the drain signal a daemon started with ARGS uses (probe, iterator
+# or timed), or nothing if it does not start.
+e2e_drain_signal() {
+	_ds_log=$E2E_DIR/drain-signal.log
+	vsockmapd -d -d "$@" "UNIX-LISTEN:$E2E_DIR/drain-signal.sock" \
+		"UNIX-CONNECT:$E2E_DIR/drain-none.sock" 2>"$_ds_log" &
+	_ds_pid=$!
+	_ds_ticks=0
+	while kill -0 $_ds_pid 2>/dev/null && ! grep -q 'drain signal:' "$_ds_log" &&
+		[ $_ds_ticks -lt 100 ]; do
+		sleep 0.1
+		_ds_ticks=$((_ds_ticks + 1))
+	done
+	kill $_ds_pid 2>/dev/null
+	wait $_ds_pid 2>/dev/null
+	sed -n 's/.*drain signal: \(queue \)*\(probe\|iterator\|timed\).*/\2/p' "$_ds_log" | head -n 1
+}
+
+# e2e_run_drain_modes STOP_LISTEN STOP_CLIENT STOP_TARGET STOP_SERVER DGRAM_TARGET DGRAM_SERVER:
+# what depends on the drain signal, again with every signal this kernel allows besides the
+# default one: the forced late-insert uploads, a stop mid-stream and a stop of a datagram
+# listener (the arguments as for scenario_stop_finishes and scenario_stop_dgram). The timed
+# drain is the heuristic for kernels that allow neither exact signal. Names end in @MODE.
+e2e_run_drain_modes() {
+	_dm_default=$(e2e_drain_signal)
+	for _dm in probe iterator timed; do
+		[ "$_dm" != "$_dm_default" ] || continue
+		if [ "$(e2e_drain_signal --drain=$_dm)" != "$_dm" ]; then
+			vmtest_skip "drain-$_dm" "this kernel does not allow --drain=$_dm: $(grep -m1 -E 'loading the BPF|not started' "$E2E_DIR/drain-signal.log")"
+			continue
+		fi
+		VMTEST_SUFFIX=@$_dm
+		e2e_run_late_insert_tail --drain=$_dm
+		scenario_stop_finishes kernel "$1" "$2" "$3" "$4" --drain=$_dm
+		scenario_stop_dgram kernel "$5" "$6" --drain=$_dm
+		VMTEST_SUFFIX=
+	done
+}
+
 # A sweep waits for the target's backlog like a drain does. The EOF's drain must start its own
 # wait: one version kept the sweep's start time, so a client that closed more than
 # drain-timeout after its sweep had its backlog cut off at once. Here the client blocks on a

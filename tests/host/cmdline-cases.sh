@@ -87,7 +87,7 @@ cmdline_bad() {
 	expect_bad_cmdline unknown-flag 'unknown option -Z' -Z "$L" "$C"
 	expect_bad_cmdline fastpath-unknown '--fastpath: unknown mode "fast" \(counted or permanent\)' \
 		--fastpath=fast "$L" "$C"
-	expect_bad_cmdline fastpath-timed-drain 'fastpath=permanent needs the queue iterator, and --drain=timed rules it out' \
+	expect_bad_cmdline fastpath-timed-drain 'fastpath=permanent needs an exact drain signal, and --drain=timed rules it out' \
 		--fastpath=permanent --drain=timed "$L" "$C"
 	expect_bad_cmdline fastpath-idle-timeout 'the idle timeout needs the byte counters, which fastpath=permanent drops' \
 		--fastpath=permanent -T 5 "$L" "$C"

@@ -122,8 +122,8 @@ daemon_ctl_without_daemon() {
 	fi
 }
 
-# The fallback for a kernel that refuses the queue iterator (lockdown): a timed drain,
-# forced here with --drain=timed since this kernel allows the iterator.
+# The fallback for a kernel that allows neither the queue probe nor the iterator: a timed
+# drain, forced here with --drain=timed.
 daemon_timed_drain() {
 	e2e_start_daemon --drain=timed || return
 	if grep -q 'drain signal: timed' "$E2E_DIR/daemon.log"; then
@@ -152,4 +152,5 @@ host_daemon_cases() {
 	scenario_stop_dgram kernel "UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock"
 	scenario_stop_dgram userspace "UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" \
 		--datapath=userspace
+	e2e_run_drain_modes "${unix_pair[@]}" "UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock"
 }

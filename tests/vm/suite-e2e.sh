@@ -20,6 +20,7 @@
 E2E_DIR=$VMTEST_TMP/e2e
 E2E_TARGET=vsock
 E2E_BIG=${E2E_BIG:-256M}
+E2E_TAIL=${E2E_TAIL:-64M} # the forced late-insert uploads (scenario_late_insert_tail)
 E2E_BPF_SHA_FILE=/usr/lib/vmtest/bpf-object.sha256
 mkdir -p "$E2E_DIR"
 
@@ -38,6 +39,10 @@ scenario_stop_finishes vsock-userspace "UNIX-LISTEN:@D@/in.sock,fork" "unix:@D@/
 	--datapath=userspace
 scenario_stop_dgram vsock "VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4002))" \
 	"vsock:any:$((E2E_PORT_BASE + 4002))"
+# The drain signals this kernel allows besides the default, forced (names end in @MODE).
+e2e_run_drain_modes "UNIX-LISTEN:@D@/in.sock,fork" "unix:@D@/in.sock" \
+	"VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4003))" "vsock:any:$((E2E_PORT_BASE + 4003))" \
+	"VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4004))" "vsock:any:$((E2E_PORT_BASE + 4004))"
 vmtest_skip stop-finishes-vsock-listen "a VSOCK-LISTEN client loses what is queued in the daemon's vsock socket at a stop: vsock discards it at SHUT_RD (known gap, README)"
 
 # Show what the daemon said, for the log.
