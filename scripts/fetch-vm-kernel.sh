@@ -15,7 +15,9 @@
 #      downloaded with apt-get through a private source list derived from this
 #      machine's own Debian apt source (same URI, suite bookworm-backports); with
 #      VSOCKMAP_VM_SERIES=6.1, bookworm's own linux-image-6.1.*-cloud-amd64-unsigned
-#      (suite bookworm), a kernel whose sockmap refuses vsock.
+#      (suite bookworm), a kernel whose sockmap refuses vsock; with
+#      VSOCKMAP_VM_SERIES=newest, the newest linux-binary-VERSION-cloud-amd64 and its
+#      linux-modules-VERSION-cloud-amd64 in trixie-backports (7.3 on 2026-12-01).
 #
 # Environment:
 #   VSOCKMAP_VM_CACHE    cache directory (default /var/cache/vsockmap-vm, falling
@@ -24,7 +26,7 @@
 #   VSOCKMAP_VM_MODULES  its /lib/modules/VERSION directory (required with
 #                        VSOCKMAP_VM_KERNEL unless it can be guessed)
 #   VSOCKMAP_VM_REFRESH  set to 1 to look for a newer package even when one is cached
-#   VSOCKMAP_VM_SERIES   6.12 (default) or 6.1
+#   VSOCKMAP_VM_SERIES   6.12 (default), 6.1 or newest
 #
 # The host's apt state (lists, caches, status) is never modified.
 
@@ -35,12 +37,19 @@ SERIES=${VSOCKMAP_VM_SERIES:-6.12}
 case $SERIES in
 6.12) SUITE=bookworm-backports ;;
 6.1) SUITE=bookworm ;;
+# The newest cloud kernel Debian has for trixie: split into linux-binary-VERSION-cloud-amd64
+# (the vmlinuz) and linux-modules-VERSION-cloud-amd64.
+newest) SUITE=trixie-backports ;;
 *)
-	echo "$PROG: VSOCKMAP_VM_SERIES=$SERIES: use 6.12 or 6.1" >&2
+	echo "$PROG: VSOCKMAP_VM_SERIES=$SERIES: use 6.12, 6.1 or newest" >&2
 	exit 1
 	;;
 esac
 PKG_REGEX="^linux-image-${SERIES//./\\.}\\.[^ ]*-cloud-amd64-unsigned\$"
+SPLIT_REGEX='^linux-modules-[0-9][^ ]*-cloud-amd64$'
+# Extracted packages are cached under extract/ by this prefix (the newest version wins).
+EXTRACT_PREFIX=linux-image-$SERIES.
+[[ $SERIES != newest ]] || EXTRACT_PREFIX=linux-split-
 # Modules the VM needs, relative to MODULES; checked so a bad kernel fails here.
 REQUIRED_MODS=(
 	kernel/net/vmw_vsock/vsock.ko
@@ -123,13 +132,19 @@ cache=$(cd "$cache" && pwd)
 exec 9>"$cache/.lock"
 flock 9 || die "cannot lock $cache/.lock"
 
-# cached_kernel DIR: print "KERNEL MODDIR" for an extracted package, or fail.
+# cached_kernel DIR: print "KERNEL MODDIR" for an extracted package, or fail. bookworm's
+# packages have boot/vmlinuz-VERSION and lib/modules/VERSION; trixie's (merged /usr) have
+# both in usr/lib/modules/VERSION.
 cached_kernel() {
 	local dir=$1 k m
 	[[ -f $dir/.complete ]] || return 1
-	for k in "$dir"/boot/vmlinuz-*; do
+	for k in "$dir"/boot/vmlinuz-* "$dir"/usr/lib/modules/*/vmlinuz; do
 		[[ -f $k ]] || continue
-		m=$dir/lib/modules/${k##*/vmlinuz-}
+		if [[ ${k##*/} == vmlinuz ]]; then
+			m=${k%/vmlinuz}
+		else
+			m=$dir/lib/modules/${k##*/vmlinuz-}
+		fi
 		[[ -d $m ]] || continue
 		printf '%s %s\n' "$k" "$m"
 		return 0
@@ -140,7 +155,7 @@ cached_kernel() {
 # newest_cached: the extracted package whose name sorts last by version.
 newest_cached() {
 	local d best=
-	for d in $(find "$cache/extract" -mindepth 1 -maxdepth 1 -type d -name "linux-image-$SERIES.*" \
+	for d in $(find "$cache/extract" -mindepth 1 -maxdepth 1 -type d -name "$EXTRACT_PREFIX*" \
 			-printf '%f\n' 2>/dev/null | sort -V); do
 		cached_kernel "$cache/extract/$d" >/dev/null && best=$d
 	done
@@ -237,35 +252,63 @@ if ! out=$(apt-get "${APT_OPTS[@]}" -q update 2>&1); then
 	die "apt-get update of the private $SUITE list failed (offline? set VSOCKMAP_VM_KERNEL/VSOCKMAP_VM_MODULES)"
 fi
 
-pkg=$(apt-cache "${APT_OPTS[@]}" search --names-only "$PKG_REGEX" 2>/dev/null |
-	awk '{print $1}' | grep -E "$PKG_REGEX" | sort -V | tail -n1 || true)
-if [[ -z $pkg ]]; then
+# available NAME: the private lists have package NAME.
+available() {
+	apt-cache "${APT_OPTS[@]}" show "$1" >/dev/null 2>&1
+}
+
+# The packages to fetch, and the name of their extracted directory.
+if [[ $SERIES == newest ]]; then
+	# The highest VERSION whose modules and binary packages are both there.
+	pkgs=()
+	for mods in $(apt-cache "${APT_OPTS[@]}" search --names-only "$SPLIT_REGEX" 2>/dev/null |
+			awk '{print $1}' | grep -E "$SPLIT_REGEX" | sort -rV); do
+		ver=${mods#linux-modules-}
+		ver=${ver%-cloud-amd64}
+		if available "linux-binary-$ver-cloud-amd64"; then
+			pkgs=("linux-binary-$ver-cloud-amd64" "$mods")
+			break
+		fi
+	done
+	name=${pkgs[0]:+linux-split-$ver-cloud-amd64}
+	what="linux-binary-VERSION-cloud-amd64 with its linux-modules package"
+else
+	pkgs=()
+	pkg=$(apt-cache "${APT_OPTS[@]}" search --names-only "$PKG_REGEX" 2>/dev/null |
+		awk '{print $1}' | grep -E "$PKG_REGEX" | sort -V | tail -n1 || true)
+	[[ -z $pkg ]] || pkgs=("$pkg")
+	name=$pkg
+	what="linux-image-$SERIES.*-cloud-amd64-unsigned package"
+fi
+if [[ -z $name ]]; then
 	# Offline refresh or vanished package: fall back to what is cached.
-	if pkg=$(newest_cached); then
-		read -r kernel moddir < <(cached_kernel "$cache/extract/$pkg")
+	if name=$(newest_cached); then
+		read -r kernel moddir < <(cached_kernel "$cache/extract/$name")
 		emit "$kernel" "$moddir"
 		exit 0
 	fi
-	die "no linux-image-$SERIES.*-cloud-amd64-unsigned package in $SUITE"
+	die "no $what in $SUITE"
 fi
 
-dest=$cache/extract/$pkg
+dest=$cache/extract/$name
 if ! cached_kernel "$dest" >/dev/null; then
 	shopt -s nullglob
-	debs=("$cache/debs/${pkg}"_*.deb)
-	if ((${#debs[@]} == 0)); then
-		note "downloading $pkg"
-		if ! out=$(cd "$cache/debs" && apt-get "${APT_OPTS[@]}" -q download "$pkg" 2>&1); then
-			printf '%s\n' "$out" | tail -n 5 >&2
-			die "apt-get download $pkg failed"
-		fi
-		debs=("$cache/debs/${pkg}"_*.deb)
-		((${#debs[@]} > 0)) || die "apt-get download $pkg produced no .deb"
-	fi
-	deb=${debs[-1]}
-	note "extracting $(basename "$deb")"
 	rm -rf "$dest" "$dest.tmp"
-	dpkg-deb -x "$deb" "$dest.tmp" || die "dpkg-deb -x $deb failed"
+	for pkg in "${pkgs[@]}"; do
+		debs=("$cache/debs/${pkg}"_*.deb)
+		if ((${#debs[@]} == 0)); then
+			note "downloading $pkg"
+			if ! out=$(cd "$cache/debs" && apt-get "${APT_OPTS[@]}" -q download "$pkg" 2>&1); then
+				printf '%s\n' "$out" | tail -n 5 >&2
+				die "apt-get download $pkg failed"
+			fi
+			debs=("$cache/debs/${pkg}"_*.deb)
+			((${#debs[@]} > 0)) || die "apt-get download $pkg produced no .deb"
+		fi
+		deb=${debs[-1]}
+		note "extracting $(basename "$deb")"
+		dpkg-deb -x "$deb" "$dest.tmp" || die "dpkg-deb -x $deb failed"
+	done
 	mv "$dest.tmp" "$dest"
 	touch "$dest/.complete"
 fi

@@ -53,7 +53,7 @@ static int own_path(char *buf, size_t len)
 
 int cgroup_self_dir(char *buf, size_t len)
 {
-	char line[4096], path[4096], *root = NULL, *mnt = NULL;
+	char line[4096], path[4096] = "", *root = NULL, *mnt = NULL;
 	size_t root_len;
 	FILE *f;
 	int err;
@@ -71,7 +71,8 @@ int cgroup_self_dir(char *buf, size_t len)
 			continue;
 		/* The mount shows the hierarchy from its root down: our path must be under it. */
 		root_len = strcmp(root, "/") ? strlen(root) : 0;
-		if (strncmp(path, root, root_len) || (path[root_len] && path[root_len] != '/'))
+		if (strlen(path) < root_len || strncmp(path, root, root_len) ||
+		    (path[root_len] && path[root_len] != '/'))
 			continue;
 		err = snprintf(buf, len, "%s%s", mnt, path + root_len) < (int)len ? 0 : -ENAMETOOLONG;
 		break;

@@ -61,7 +61,6 @@ struct dgram_forwarder {
 	uint64_t discarded_bytes; /* sent back by the target */
 	uint64_t started_usec;
 	unsigned int failures;
-	struct settle_clock drain_quiet; /* the stop's timed drain (no exact signal) */
 };
 
 static void dgram_step(struct dgram_forwarder *f);
@@ -491,11 +490,16 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 		return true;
 	if (err != -EOPNOTSUPP)
 		return !err && !qi.backlog_skbs && !qi.partial_bytes;
-	/* No exact signal: the timed drain's heuristic, as for a stream (redirect.c). */
+	/*
+	 * No exact signal. Only a stop asks, and a stop is bounded by drain-timeout: it waits
+	 * that out (stop_drain.c) unless nothing was ever redirected. The timed heuristic a
+	 * stream's EOF uses is not enough here: a slow vsock reader grants credit in bursts, so
+	 * the target looks writable while the worker still holds datagrams (measured in the
+	 * VM: 10.8 of 12.5 MiB delivered when the heuristic decided).
+	 */
 	if (dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
 		return true;
-	return settle_clock_check(&f->drain_quiet, c.bytes, socket_writable(f->target_fd),
-				  now_usec(), TIMED_DRAIN_QUIET_USEC);
+	return !c.packets;
 }
 
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info)

@@ -43,13 +43,15 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 		return 0;
 	}
-	if (d->n_redirects)
-		log_notice("stopping: %zu redirect%s still open after drain-timeout; closing now",
-			   d->n_redirects, d->n_redirects == 1 ? "" : "s");
-	if (dgram)
-		log_notice("stopping: %zu datagram listener%s still forwarding after "
-			   "drain-timeout; closing now",
-			   dgram, dgram == 1 ? "" : "s");
+	if (d->dp && !dataplane_exact_drain(dataplane_features(d->dp)) && (d->n_redirects || dgram))
+		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
+			   "what it may still hold for %zu redirect%s and %zu datagram listener%s; "
+			   "closing now",
+			   d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
+	else if (d->n_redirects || dgram)
+		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
+			 "deliver after drain-timeout; closing now, they are lost",
+			 d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
 	return sd_event_exit(d->event, 0);
 }
 

@@ -57,8 +57,11 @@ sanitize_build() {
 		LDFLAGS="-fsanitize=$san" all unit-tests >/dev/null
 }
 
+tests/lib/machine-header.sh
+timings=()
 for layer in "${layers[@]}"; do
 	echo "== $layer tests"
+	layer_t0=$SECONDS
 	case $layer in
 	unit)
 		run_unit .output
@@ -113,5 +116,7 @@ for layer in "${layers[@]}"; do
 		exit 2
 		;;
 	esac
+	timings+=("$layer $((SECONDS - layer_t0))s")
 done
+echo "== time per layer: $(IFS=,; echo "${timings[*]}" | sed 's/,/, /g')"
 summary_print

@@ -12,9 +12,10 @@
 #   --shell          interactive: after the suite, give a shell on the console
 #                    (no timeout, no result parsing; leave with 'poweroff -f')
 #
-# Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES (see
-# scripts/fetch-vm-kernel.sh), VSOCKMAP_VM_TIMEOUT, VSOCKMAP_VM_VERBOSE=1 (echo
-# the raw console while it runs), QEMU (default qemu-system-x86_64).
+# Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES,
+# VSOCKMAP_VM_SERIES (see scripts/fetch-vm-kernel.sh), VSOCKMAP_VM_APPEND (more kernel
+# arguments, e.g. lockdown=confidentiality), VSOCKMAP_VM_TIMEOUT, VSOCKMAP_VM_VERBOSE=1
+# (echo the raw console while it runs), QEMU (default qemu-system-x86_64).
 #
 # Output: one "  PASS|FAIL|SKIP name detail" line per test, then
 # "N passed, N failed[, N skipped]". Exit status 0 only if nothing failed, the
@@ -100,7 +101,7 @@ suite_timeout=$((timeout_s - 30))
 ((suite_timeout >= timeout_s * 2 / 3 - 5)) || suite_timeout=$((timeout_s * 2 / 3 - 5))
 ((suite_timeout >= 5)) || suite_timeout=5
 
-append="console=ttyS0 quiet panic=-1 vmtest.timeout=$suite_timeout"
+append="console=ttyS0 quiet panic=-1 vmtest.timeout=$suite_timeout${VSOCKMAP_VM_APPEND:+ $VSOCKMAP_VM_APPEND}"
 # shellcheck disable=SC2054 # commas belong to -cpu
 qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp 1 -m 1024 -nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$initrd")
@@ -167,7 +168,7 @@ fi
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 timing="total $(elapsed "$t0" "$t1")s"
 [[ -z $t_kernel ]] || timing="boot $(elapsed "$t_boot0" "$t_kernel")s, $timing"
-echo "vm: ${kver:-kernel ?} ($timing); log $rel_log"
+echo "vm: ${kver:-kernel ?}${VSOCKMAP_VM_APPEND:+ ($VSOCKMAP_VM_APPEND)} ($timing); log $rel_log"
 [[ -z $problem ]] || echo "vm: $problem"
 
 summary="$npass passed, $nfail failed"

@@ -24,6 +24,16 @@ E2E_TAIL=${E2E_TAIL:-64M} # the forced late-insert uploads (scenario_late_insert
 E2E_BPF_SHA_FILE=/usr/lib/vmtest/bpf-object.sha256
 mkdir -p "$E2E_DIR"
 
+# A run on a locked-down kernel (VSOCKMAP_VM_APPEND=lockdown=...) must really be one.
+_want_lockdown=$(sed -n 's/.*lockdown=\([a-z]*\).*/\1/p' /proc/cmdline)
+if [ -n "$_want_lockdown" ]; then
+	if grep -q "\[$_want_lockdown\]" /sys/kernel/security/lockdown 2>/dev/null; then
+		vmtest_pass lockdown-active "$(cat /sys/kernel/security/lockdown); the daemon says: $(e2e_drain_signal) drain"
+	else
+		vmtest_fail lockdown-active "asked for lockdown=$_want_lockdown, the kernel says: $(cat /sys/kernel/security/lockdown 2>&1)"
+	fi
+fi
+
 e2e_run_streams
 e2e_run_late_insert
 e2e_run_dgram

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
+#
+# suite-repeat.sh - the forced late-insert uploads over vsock, many times: the VM half of
+# tests/repeat-late-insert.sh, which writes /usr/lib/vmtest/repeat.env (E2E_TAIL,
+# E2E_TAIL_RUNS, REPEAT_ARGS: daemon options).
+
+# shellcheck source=tests/vm/lib.sh
+. "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+# shellcheck source=tests/e2e/scenarios.sh
+. /usr/lib/vmtest/scenarios.sh
+# shellcheck disable=SC1091
+. /usr/lib/vmtest/repeat.env
+
+E2E_DIR=$VMTEST_TMP/e2e
+E2E_TARGET=vsock
+mkdir -p "$E2E_DIR"
+vmtest_log "drain signal of a daemon started with '${REPEAT_ARGS:-}': $(e2e_drain_signal $REPEAT_ARGS)"
+# shellcheck disable=SC2086 # the options are words
+e2e_run_late_insert_tail $REPEAT_ARGS
