@@ -255,7 +255,8 @@ static int load_with_drain_signal(struct dataplane *dp, enum drain_mode mode, bo
 		err = err ?: attach_probe(dp);
 		if (!err) {
 			dp->features.drain = DRAIN_PROBE;
-			dp->features.iterator_error = -ECANCELED;
+			/* Not tried: one exact signal is enough. */
+			dp->features.iterator_error = mode == DRAIN_AUTO ? -EEXIST : -ECANCELED;
 			return 0;
 		}
 		unload(dp);
@@ -350,8 +351,13 @@ const char *dataplane_signal_why(int err)
 {
 	if (err == -ECANCELED)
 		return "not asked for (--drain)";
+	if (err == -EEXIST)
+		return "not tried: the queue probe is in use";
 	if (err == -EPERM)
 		return "refused by the kernel: EPERM";
+	if (err == -EINVAL)
+		return "refused by the verifier: EINVAL (a helper or kfunc it needs is not offered "
+		       "here; lockdown or an older kernel)";
 	if (err == -ENOENT)
 		return "no cgroup v2 hierarchy shows the daemon's cgroup";
 	return strerror(-err);

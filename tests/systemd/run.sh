@@ -7,7 +7,8 @@
 #
 # Usage: tests/systemd/run.sh [--timeout SEC] [--shell]
 #
-#   --timeout SEC  bound on the whole VM run (default 420, or VSOCKMAP_VM_TIMEOUT)
+#   --timeout SEC  bound on the whole VM run (default 2400, or VSOCKMAP_VM_TIMEOUT): about
+#                  three times what it takes on a machine of this kind
 #   --shell        debug: no suite; a root shell on the console (leave with 'poweroff -f')
 #
 # Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES (see
@@ -35,7 +36,7 @@ die() {
 	exit 1
 }
 
-timeout_s=${VSOCKMAP_VM_TIMEOUT:-900}
+timeout_s=${VSOCKMAP_VM_TIMEOUT:-2400}
 shell=0
 while (($#)); do
 	case $1 in

@@ -3,12 +3,15 @@
 #
 # run.sh - run one test suite inside the vsockmap QEMU test VM.
 #
-# Usage: tests/vm/run.sh SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--shell]
+# Usage: tests/vm/run.sh SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--name NAME]
+#                        [--shell]
 #
 #   SUITE_SCRIPT     busybox sh script run in the VM as /suite.sh; it sources
 #                    /usr/lib/vmtest/lib.sh and prints VMTEST lines
 #   --file SRC[:DEST]  extra file for the initramfs (see mkinitramfs.sh)
 #   --timeout SEC    bound on the whole VM run (default 600, or VSOCKMAP_VM_TIMEOUT)
+#   --name NAME      name of the run's initramfs and log (default: the suite's), so that
+#                    two runs of one suite can go at once
 #   --shell          interactive: after the suite, give a shell on the console
 #                    (no timeout, no result parsing; leave with 'poweroff -f')
 #
@@ -36,11 +39,12 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--shell]" >&2
+	echo "usage: $0 SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--name NAME] [--shell]" >&2
 	exit 2
 }
 
 suite=
+run_name=
 timeout_s=${VSOCKMAP_VM_TIMEOUT:-600}
 shell=0
 mkargs=()
@@ -60,6 +64,11 @@ while (($#)); do
 		shell=1
 		shift
 		;;
+	--name)
+		(($# >= 2)) || usage
+		run_name=$2
+		shift 2
+		;;
 	-h | --help) usage ;;
 	-*) die "unknown option $1" ;;
 	*)
@@ -75,7 +84,7 @@ done
 command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
 
 name=$(basename "$suite")
-name=${name%.sh}
+name=${run_name:-${name%.sh}}
 outdir=$ROOT/.output/vm
 mkdir -p "$outdir"
 log=$outdir/$name.log
