@@ -85,6 +85,32 @@ static void remove_map_entries(struct redirect *r)
 		dataplane_remove_destination(r->d->dp, r->ep[TARGET].cookie);
 }
 
+/*
+ * A vsock socket shut down for reading answers every recv() with 0 and never hands out its
+ * receive queue again, so a stop, an idle close or `close ID` on a VSOCK-LISTEN client drops
+ * what the client had sent and we had not read. Linux 6.17 answers SIOCINQ on vsock: there
+ * the loss is counted; on older kernels it can only be said.
+ */
+static void log_vsock_discard(const struct redirect *r)
+{
+	int n;
+
+	if (r->l->conf.listen.kind != ADDRESS_VSOCK_LISTEN || !r->stop_reading_target ||
+	    r->handed_over || r->ep[CLIENT].fd < 0)
+		return;
+	n = socket_inq(r->ep[CLIENT].fd);
+	if (n > 0)
+		log_warn("[%s] redirect %" PRIu64 ": vsock discarded %d bytes the client had sent "
+			 "before the close (a vsock socket shut down for reading drops its "
+			 "receive queue)",
+			 r->l->rc->name, r->id, n);
+	else if (n < 0)
+		log_notice("[%s] redirect %" PRIu64 ": what vsock discarded of the client's bytes "
+			   "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
+			   "(Linux 6.17 answers it)",
+			   r->l->rc->name, r->id, strerror(-n));
+}
+
 void redirect_free(struct redirect *r)
 {
 	struct redirect_info info;
@@ -99,6 +125,7 @@ void redirect_free(struct redirect *r)
 		r->l->closed_packets[i] += info.packets[i];
 		r->l->closed_uncounted[i] |= info.uncounted[i];
 	}
+	log_vsock_discard(r);
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
 	/* A handed-over pair keeps its entries for the next instance. */

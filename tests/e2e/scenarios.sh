@@ -693,6 +693,53 @@ scenario_stop_finishes() {
 	fi
 }
 
+# scenario_stop_vsock_listen PORT [ARGS]: the stop of a VSOCK-LISTEN client mid-stream (VM
+# only). vsock drops a socket's receive queue once it is shut down for reading, so the client
+# loses what the daemon had not read yet (README, Not done yet); the daemon must say so, and
+# where the kernel answers SIOCINQ on vsock (6.17) name the exact count: the server gets a
+# verified prefix, then a clean EOF, and the client's sent bytes minus the server's are the
+# bytes the daemon logged as discarded.
+scenario_stop_vsock_listen() {
+	_sv_name=stop-vsock-listen
+	_sv_dir=$E2E_DIR/$_sv_name
+	_sv_port=$1
+	shift
+	mkdir -p "$_sv_dir"
+	vsm-peer server "unix:$_sv_dir/srv.sock" --sink --count 1 --slow 2000 --read-size 16384 \
+		--ready-file "$_sv_dir/srv.ready" --timeout 60 >"$_sv_dir/server" 2>&1 &
+	_sv_srv=$!
+	wait_for_file "$_sv_dir/srv.ready" 10
+	vsockmapd -d -d --control "$_sv_dir/ctl.sock" "$@" "VSOCK-LISTEN:$_sv_port" \
+		"UNIX-CONNECT:$_sv_dir/srv.sock" 2>"$_sv_dir/daemon.log" &
+	_sv_daemon=$!
+	wait_for_socket "$_sv_dir/ctl.sock" 10
+	vsm-peer client "vsock:1:$_sv_port" --send 256M --timeout 60 >"$_sv_dir/client" 2>&1 &
+	_sv_cli=$!
+	sleep 1.5
+	term_daemon "$_sv_daemon"
+	_sv_ticks=$STOP_TICKS
+	_sv_rc=$STOP_RC
+	wait "$_sv_cli"
+	wait "$_sv_srv"
+	_sv_sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_sv_dir/client")
+	_sv_line=$(grep -m1 '^server conn=' "$_sv_dir/server")
+	_sv_got=$(printf '%s' "$_sv_line" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
+	_sv_said=$(sed -n 's/.*vsock discarded \([0-9]*\) bytes the client had sent.*/\1/p' \
+		"$_sv_dir/daemon.log" | head -n 1)
+	if [ $_sv_rc -ne 0 ] || [ $_sv_ticks -ge "$(stop_wait_ticks)" ]; then
+		vmtest_fail "$_sv_name" "daemon exit $_sv_rc, still running after $((_sv_ticks / 10)) s: $(tail -n 2 "$_sv_dir/daemon.log" | tr '\n' ' ')"
+	elif [ -z "$_sv_sent" ] || [ -z "$_sv_got" ] ||
+		! printf '%s' "$_sv_line" | grep -q 'verify=ok.*eof=clean'; then
+		vmtest_fail "$_sv_name" "client: $(tail -n 1 "$_sv_dir/client"); server: ${_sv_line:-nothing}"
+	elif grep -q 'cannot be counted on this kernel' "$_sv_dir/daemon.log"; then
+		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($_sv_got of the $_sv_sent bytes the client wrote), then a clean EOF; the daemon said it cannot count the rest here: $(grep -m1 -o 'SIOCINQ on vsock: [^(]*' "$_sv_dir/daemon.log")"
+	elif [ $((_sv_sent - _sv_got)) -ne "${_sv_said:-0}" ]; then
+		vmtest_fail "$_sv_name" "the client wrote $_sv_sent bytes, the server got $_sv_got, the daemon said ${_sv_said:-nothing} were discarded"
+	else
+		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($_sv_got of the $_sv_sent bytes the client wrote), then a clean EOF; the daemon counted the other ${_sv_said:-0} as discarded by vsock (SIOCINQ), exactly the difference"
+	fi
+}
+
 # scenario_stop_dgram NAME TARGET SERVER_ADDR [ARGS]: 200 datagrams of 64 KiB sent to a
 # UNIX-RECV socket whose target reads slowly, then SIGTERM at once: the target must get all of
 # them, in order, then EOF. On the kernel path they wait in the target's psock backlog,
