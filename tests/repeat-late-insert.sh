@@ -7,7 +7,7 @@
 # VSOCKMAP_VM_APPEND and the rest as for tests/vm/run.sh); E2E_TAIL sets the upload size
 # (default 128M on the host, 64M in the VM). Build first (make).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 where=${1:-}
 runs=${2:-}
@@ -27,6 +27,10 @@ if [[ $where == host ]]; then
 	. tests/vm/lib.sh
 	# shellcheck source=tests/e2e/scenarios.sh
 	. tests/e2e/scenarios.sh
+	signal=$(e2e_drain_signal "$@")
+	echo "drain signal of a daemon started with '$*': $signal"
+	# Without an exact signal a stop waits drain-timeout out: give it that long.
+	[[ $signal != timed ]] || E2E_DRAIN_WAITS=1
 	e2e_run_late_insert_tail "$@" | sed -u 's/^VMTEST /  /'
 	passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")
 	failed=$(grep -c '^VMTEST FAIL' "$VMTEST_RESULTS")

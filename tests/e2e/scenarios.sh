@@ -421,8 +421,11 @@ scenario_late_insert_tail() {
 	_lt_left=$(sed -n 's/.*redirect [0-9]*: \([0-9]*\) bytes arrived during the insert.*/\1/p' \
 		"$E2E_DIR/daemon.log" | head -n 1)
 	_lt_line=$(grep -m1 '^server conn=' "$E2E_DIR/$_lt_name.server")
+	_lt_killed=
+	[ -z "$_lt_stop" ] || [ "$STOP_TICKS" -lt "$(stop_wait_ticks)" ] ||
+		_lt_killed="the test SIGKILLed the daemon $((STOP_TICKS / 10)) s after its SIGTERM | "
 	if [ "$_lt_crc" -ne 0 ] || [ "$_lt_src" -ne 0 ]; then
-		vmtest_fail "$_lt_name" "client rc=$_lt_crc server rc=$_lt_src | $(tail -n 1 "$E2E_DIR/$_lt_name.client") | ${_lt_line:-no server line} | $(grep -m2 -E 'lost|did not|failed' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
+		vmtest_fail "$_lt_name" "${_lt_killed}client rc=$_lt_crc server rc=$_lt_src | $(tail -n 1 "$E2E_DIR/$_lt_name.client") | ${_lt_line:-no server line} | $(grep -m2 -E 'lost|did not|failed' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
 	elif [ "${_lt_left:-0}" -lt "$_lt_queued" ]; then
 		vmtest_fail "$_lt_name" "only ${_lt_left:-0} bytes were left behind at the insert: the case was not forced | $(grep 'redirect [0-9]*:' "$E2E_DIR/daemon.log" | head -n 4 | tr '\n' ' ')"
 	elif [ -n "$_lt_stop" ] && { [ "$STOP_RC" -ne 0 ] || [ "$STOP_TICKS" -ge "$(stop_wait_ticks)" ]; }; then

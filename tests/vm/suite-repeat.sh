@@ -15,6 +15,10 @@
 E2E_DIR=$VMTEST_TMP/e2e
 E2E_TARGET=vsock
 mkdir -p "$E2E_DIR"
-vmtest_log "drain signal of a daemon started with '${REPEAT_ARGS:-}': $(e2e_drain_signal $REPEAT_ARGS)"
+# shellcheck disable=SC2086 # the options are words
+REPEAT_SIGNAL=$(e2e_drain_signal $REPEAT_ARGS)
+vmtest_log "drain signal of a daemon started with '${REPEAT_ARGS:-}': $REPEAT_SIGNAL"
+# Without an exact signal a stop waits drain-timeout out: give it that long (stop_wait_ticks).
+[ "$REPEAT_SIGNAL" != timed ] || E2E_DRAIN_WAITS=1
 # shellcheck disable=SC2086 # the options are words
 e2e_run_late_insert_tail $REPEAT_ARGS
