@@ -104,7 +104,7 @@ static void log_vsock_discard(const struct redirect *r)
 			 "before the close (a vsock socket shut down for reading drops its "
 			 "receive queue)",
 			 r->l->rc->name, r->id, n);
-	else if (n < 0)
+	else if (n < 0 && !r->idle_closing) /* idle: nothing came for idle-timeout */
 		log_notice("[%s] redirect %" PRIu64 ": what vsock discarded of the client's bytes "
 			   "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
 			   "(Linux 6.17 answers it)",
