@@ -36,6 +36,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
 	size_t dgram = dgram_unsettled(d);
+	bool exact;
 
 	if ((d->n_redirects || dgram) && usec < stop_deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
@@ -43,15 +44,21 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 		return 0;
 	}
-	if (d->dp && !dataplane_exact_drain(dataplane_features(d->dp)) && (d->n_redirects || dgram))
-		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
-			   "what it may still hold for %zu redirect%s and %zu datagram listener%s; "
-			   "closing now",
-			   d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
-	else if (d->n_redirects || dgram)
+	exact = !d->dp || dataplane_exact_drain(dataplane_features(d->dp));
+	/*
+	 * A redirect still open here had bytes left to deliver (held by the daemon, or in the
+	 * kernel's backlog), whatever the drain signal. A datagram listener without an exact
+	 * signal cannot tell: it waited drain-timeout for what the kernel may hold.
+	 */
+	if (d->n_redirects || (exact && dgram))
 		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
 			 "deliver after drain-timeout; closing now, they are lost",
-			 d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
+			 d->n_redirects, d->n_redirects == 1 ? "" : "s", exact ? dgram : 0,
+			 (exact ? dgram : 0) == 1 ? "" : "s");
+	if (!exact && dgram)
+		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
+			   "what it may still hold for %zu datagram listener%s; closing now",
+			   dgram, dgram == 1 ? "" : "s");
 	return sd_event_exit(d->event, 0);
 }
 
