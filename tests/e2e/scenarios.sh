@@ -659,41 +659,52 @@ term_daemon() {
 scenario_stop_finishes() {
 	_sf_name=stop-finishes-$1
 	_sf_dir=$E2E_DIR/$_sf_name
-	_sf_listen=$2
-	_sf_client=$(printf '%s' "$3" | sed "s|@D@|$_sf_dir|")
-	_sf_target=$(printf '%s' "$4" | sed "s|@D@|$_sf_dir|")
-	_sf_server=$(printf '%s' "$5" | sed "s|@D@|$_sf_dir|")
-	shift 5
-	mkdir -p "$_sf_dir"
-	vsm-peer server "$_sf_server" --sink --count 1 --slow 2000 --read-size 16384 \
-		--ready-file "$_sf_dir/srv.ready" --timeout 60 >"$_sf_dir/server" 2>&1 &
-	_sf_srv=$!
-	wait_for_file "$_sf_dir/srv.ready" 10
-	vsockmapd -d -d --control "$_sf_dir/ctl.sock" "$@" "$(printf '%s' "$_sf_listen" | sed "s|@D@|$_sf_dir|")" \
-		"$_sf_target" 2>"$_sf_dir/daemon.log" &
-	_sf_daemon=$!
-	wait_for_socket "$_sf_dir/ctl.sock" 10
-	vsm-peer client "$_sf_client" --send 256M --timeout 60 >"$_sf_dir/client" 2>&1 &
-	_sf_cli=$!
-	sleep 1.5
-	term_daemon "$_sf_daemon"
-	_sf_ticks=$STOP_TICKS
-	_sf_rc=$STOP_RC
-	wait "$_sf_cli"
-	wait "$_sf_srv"
-	_sf_sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_sf_dir/client")
-	_sf_line=$(grep -m1 '^server conn=' "$_sf_dir/server")
-	_sf_got=$(printf '%s' "$_sf_line" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
-	if [ $_sf_rc -ne 0 ] || [ $_sf_ticks -ge "$(stop_wait_ticks)" ]; then
-		vmtest_fail "$_sf_name" "daemon exit $_sf_rc, still running after $((_sf_ticks / 10)) s: $(tail -n 2 "$_sf_dir/daemon.log" | tr '\n' ' ')"
+	shift
+	stop_midstream "$_sf_dir" "$@"
+	if [ $MS_RC -ne 0 ] || [ $MS_TICKS -ge "$(stop_wait_ticks)" ]; then
+		vmtest_fail "$_sf_name" "daemon exit $MS_RC, still running after $((MS_TICKS / 10)) s: $(tail -n 2 "$_sf_dir/daemon.log" | tr '\n' ' ')"
 	elif ! grep -q 'stopping: finishing 1 live redirect' "$_sf_dir/daemon.log"; then
 		vmtest_fail "$_sf_name" "the daemon did not finish the redirect: $(tail -n 3 "$_sf_dir/daemon.log" | tr '\n' ' ')"
-	elif [ -z "$_sf_sent" ] || [ "$_sf_sent" != "$_sf_got" ] ||
-		! printf '%s' "$_sf_line" | grep -q 'verify=ok.*eof=clean'; then
-		vmtest_fail "$_sf_name" "the client handed over ${_sf_sent:-?} bytes; server: ${_sf_line:-nothing}"
+	elif [ -z "$MS_SENT" ] || [ "$MS_SENT" != "$MS_GOT" ] ||
+		! printf '%s' "$MS_LINE" | grep -q 'verify=ok.*eof=clean'; then
+		vmtest_fail "$_sf_name" "the client handed over ${MS_SENT:-?} bytes; server: ${MS_LINE:-nothing}"
 	else
-		vmtest_pass "$_sf_name" "SIGTERM mid-stream into a slow reader: exit 0 within $((_sf_ticks / 10 + 1)) s; the server got all $_sf_got bytes the client had written, verified, then a clean EOF"
+		vmtest_pass "$_sf_name" "SIGTERM mid-stream into a slow reader: exit 0 within $((MS_TICKS / 10 + 1)) s; the server got all $MS_GOT bytes the client had written, verified, then a clean EOF"
 	fi
+}
+
+# stop_midstream DIR LISTEN CLIENT_ADDR TARGET SERVER_ADDR [ARGS]: a slow sink on SERVER_ADDR,
+# "vsockmapd LISTEN TARGET" (ARGS: more daemon options; @D@ in the addresses is DIR), a client
+# streaming 256M, and SIGTERM 1.5 s in. Sets MS_TICKS and MS_RC (term_daemon's STOP_TICKS and
+# STOP_RC), MS_SENT (what the client's writes handed over), MS_LINE (the server's line) and
+# MS_GOT (the bytes it got); the logs are DIR/daemon.log, DIR/client and DIR/server.
+stop_midstream() {
+	_ms_dir=$1
+	_ms_listen=$(printf '%s' "$2" | sed "s|@D@|$_ms_dir|")
+	_ms_client=$(printf '%s' "$3" | sed "s|@D@|$_ms_dir|")
+	_ms_target=$(printf '%s' "$4" | sed "s|@D@|$_ms_dir|")
+	_ms_server=$(printf '%s' "$5" | sed "s|@D@|$_ms_dir|")
+	shift 5
+	mkdir -p "$_ms_dir"
+	vsm-peer server "$_ms_server" --sink --count 1 --slow 2000 --read-size 16384 \
+		--ready-file "$_ms_dir/srv.ready" --timeout 60 >"$_ms_dir/server" 2>&1 &
+	_ms_srv=$!
+	wait_for_file "$_ms_dir/srv.ready" 10
+	vsockmapd -d -d --control "$_ms_dir/ctl.sock" "$@" "$_ms_listen" "$_ms_target" \
+		2>"$_ms_dir/daemon.log" &
+	_ms_daemon=$!
+	wait_for_socket "$_ms_dir/ctl.sock" 10
+	vsm-peer client "$_ms_client" --send 256M --timeout 60 >"$_ms_dir/client" 2>&1 &
+	_ms_cli=$!
+	sleep 1.5
+	term_daemon "$_ms_daemon"
+	MS_TICKS=$STOP_TICKS
+	MS_RC=$STOP_RC
+	wait "$_ms_cli"
+	wait "$_ms_srv"
+	MS_SENT=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_ms_dir/client")
+	MS_LINE=$(grep -m1 '^server conn=' "$_ms_dir/server")
+	MS_GOT=$(printf '%s' "$MS_LINE" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
 }
 
 # scenario_stop_vsock_listen PORT [ARGS]: the stop of a VSOCK-LISTEN client mid-stream (VM
@@ -707,39 +718,21 @@ scenario_stop_vsock_listen() {
 	_sv_dir=$E2E_DIR/$_sv_name
 	_sv_port=$1
 	shift
-	mkdir -p "$_sv_dir"
-	vsm-peer server "unix:$_sv_dir/srv.sock" --sink --count 1 --slow 2000 --read-size 16384 \
-		--ready-file "$_sv_dir/srv.ready" --timeout 60 >"$_sv_dir/server" 2>&1 &
-	_sv_srv=$!
-	wait_for_file "$_sv_dir/srv.ready" 10
-	vsockmapd -d -d --control "$_sv_dir/ctl.sock" "$@" "VSOCK-LISTEN:$_sv_port" \
-		"UNIX-CONNECT:$_sv_dir/srv.sock" 2>"$_sv_dir/daemon.log" &
-	_sv_daemon=$!
-	wait_for_socket "$_sv_dir/ctl.sock" 10
-	vsm-peer client "vsock:1:$_sv_port" --send 256M --timeout 60 >"$_sv_dir/client" 2>&1 &
-	_sv_cli=$!
-	sleep 1.5
-	term_daemon "$_sv_daemon"
-	_sv_ticks=$STOP_TICKS
-	_sv_rc=$STOP_RC
-	wait "$_sv_cli"
-	wait "$_sv_srv"
-	_sv_sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_sv_dir/client")
-	_sv_line=$(grep -m1 '^server conn=' "$_sv_dir/server")
-	_sv_got=$(printf '%s' "$_sv_line" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
+	stop_midstream "$_sv_dir" "VSOCK-LISTEN:$_sv_port" "vsock:1:$_sv_port" \
+		"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" "$@"
 	_sv_said=$(sed -n 's/.*vsock discarded \([0-9]*\) bytes the client had sent.*/\1/p' \
 		"$_sv_dir/daemon.log" | head -n 1)
-	if [ $_sv_rc -ne 0 ] || [ $_sv_ticks -ge "$(stop_wait_ticks)" ]; then
-		vmtest_fail "$_sv_name" "daemon exit $_sv_rc, still running after $((_sv_ticks / 10)) s: $(tail -n 2 "$_sv_dir/daemon.log" | tr '\n' ' ')"
-	elif [ -z "$_sv_sent" ] || [ -z "$_sv_got" ] ||
-		! printf '%s' "$_sv_line" | grep -q 'verify=ok.*eof=clean'; then
-		vmtest_fail "$_sv_name" "client: $(tail -n 1 "$_sv_dir/client"); server: ${_sv_line:-nothing}"
+	if [ $MS_RC -ne 0 ] || [ $MS_TICKS -ge "$(stop_wait_ticks)" ]; then
+		vmtest_fail "$_sv_name" "daemon exit $MS_RC, still running after $((MS_TICKS / 10)) s: $(tail -n 2 "$_sv_dir/daemon.log" | tr '\n' ' ')"
+	elif [ -z "$MS_SENT" ] || [ -z "$MS_GOT" ] ||
+		! printf '%s' "$MS_LINE" | grep -q 'verify=ok.*eof=clean'; then
+		vmtest_fail "$_sv_name" "client: $(tail -n 1 "$_sv_dir/client"); server: ${MS_LINE:-nothing}"
 	elif grep -q 'cannot be counted on this kernel' "$_sv_dir/daemon.log"; then
-		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($_sv_got of the $_sv_sent bytes the client wrote), then a clean EOF; the daemon said it cannot count the rest here: $(grep -m1 -o 'SIOCINQ on vsock: [^(]*' "$_sv_dir/daemon.log")"
-	elif [ $((_sv_sent - _sv_got)) -ne "${_sv_said:-0}" ]; then
-		vmtest_fail "$_sv_name" "the client wrote $_sv_sent bytes, the server got $_sv_got, the daemon said ${_sv_said:-nothing} were discarded"
+		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($MS_GOT of the $MS_SENT bytes the client wrote), then a clean EOF; the daemon said it cannot count the rest here: $(grep -m1 -o 'SIOCINQ on vsock: [^(]*' "$_sv_dir/daemon.log")"
+	elif [ $((MS_SENT - MS_GOT)) -ne "${_sv_said:-0}" ]; then
+		vmtest_fail "$_sv_name" "the client wrote $MS_SENT bytes, the server got $MS_GOT, the daemon said ${_sv_said:-nothing} were discarded"
 	else
-		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($_sv_got of the $_sv_sent bytes the client wrote), then a clean EOF; the daemon counted the other ${_sv_said:-0} as discarded by vsock (SIOCINQ), exactly the difference"
+		vmtest_pass "$_sv_name" "SIGTERM mid-stream: the server got a verified prefix ($MS_GOT of the $MS_SENT bytes the client wrote), then a clean EOF; the daemon counted the other ${_sv_said:-0} as discarded by vsock (SIOCINQ), exactly the difference"
 	fi
 }
 
