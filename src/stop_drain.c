@@ -35,7 +35,7 @@ static size_t dgram_unsettled(struct daemon *d)
 static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
-	size_t dgram = dgram_unsettled(d);
+	size_t dgram = dgram_unsettled(d), lost_dgram;
 	bool exact;
 
 	if ((d->n_redirects || dgram) && usec < stop_deadline) {
@@ -45,16 +45,17 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		return 0;
 	}
 	exact = !d->dp || dataplane_exact_drain(dataplane_features(d->dp));
+	lost_dgram = exact ? dgram : 0;
 	/*
 	 * A redirect still open here had bytes left to deliver (held by the daemon, or in the
 	 * kernel's backlog), whatever the drain signal. A datagram listener without an exact
 	 * signal cannot tell: it waited drain-timeout for what the kernel may hold.
 	 */
-	if (d->n_redirects || (exact && dgram))
+	if (d->n_redirects || lost_dgram)
 		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
 			 "deliver after drain-timeout; closing now, they are lost",
-			 d->n_redirects, d->n_redirects == 1 ? "" : "s", exact ? dgram : 0,
-			 (exact ? dgram : 0) == 1 ? "" : "s");
+			 d->n_redirects, d->n_redirects == 1 ? "" : "s", lost_dgram,
+			 lost_dgram == 1 ? "" : "s");
 	if (!exact && dgram)
 		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
 			   "what it may still hold for %zu datagram listener%s; closing now",
