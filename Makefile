@@ -116,6 +116,9 @@ $(OUTPUT)/vsockmapctl: $(CTL_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# Unit tests of a daemon module link that module too.
+$(OUTPUT)/tests/test_sockopt: $(OUTPUT)/src/sockopt.o
+
 $(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)

@@ -467,6 +467,13 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 	free(f);
 }
 
+uint64_t dgram_forwarder_progress_mark(const struct dgram_forwarder *f)
+{
+	int q = f->target_fd >= 0 ? socket_outq(f->target_fd) : 0;
+
+	return f->user_bytes - (uint64_t)(q > 0 ? q : 0);
+}
+
 bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 {
 	struct vsockmap_queue_info qi;

@@ -27,5 +27,7 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
  * delivered then.
  */
 bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch);
+/* As redirect_progress_mark(): the daemon's bytes written less the target's send queue. */
+uint64_t dgram_forwarder_progress_mark(const struct dgram_forwarder *f);
 
 #endif

@@ -157,6 +157,19 @@ struct redirect *redirect_next(struct redirect *r)
 	return r->next;
 }
 
+uint64_t redirect_progress_mark(const struct redirect *r)
+{
+	uint64_t mark = r->dir[CLIENT].user_bytes + r->dir[TARGET].user_bytes;
+	int i, q;
+
+	for (i = 0; i < 2; i++) {
+		q = r->ep[i].fd >= 0 ? socket_outq(r->ep[i].fd) : 0;
+		if (q > 0)
+			mark -= (uint64_t)q;
+	}
+	return mark;
+}
+
 struct redirect *redirect_find(struct daemon *d, uint64_t id)
 {
 	struct redirect *r;

@@ -59,6 +59,12 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 
 struct redirect *redirect_find(struct daemon *d, uint64_t id);
 struct redirect *redirect_next(struct redirect *r);
+/*
+ * A mark that changes whenever r's bytes move on toward a reader: what the daemon has
+ * written, both ways, less what still waits in both sockets' send queues (socket_outq()).
+ * A stop compares two marks to tell a slow reader from a stuck one.
+ */
+uint64_t redirect_progress_mark(const struct redirect *r);
 /* with_queues also asks the queue iterator for kernel queue lengths: one BPF iteration. */
 void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues);
 struct listener *redirect_listener(struct redirect *r);

@@ -324,3 +324,10 @@ int socket_inq(int fd)
 
 	return ioctl(fd, SIOCINQ, &n) ? -errno : n;
 }
+
+int socket_outq(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, SIOCOUTQ, &n) ? -errno : n;
+}

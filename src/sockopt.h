@@ -48,6 +48,12 @@ int socket_force_sndbuf(int fd, unsigned int bytes);
 
 /* Bytes waiting in the receive queue (SIOCINQ), or -errno. */
 int socket_inq(int fd);
+/*
+ * Bytes sent and not yet taken by the peer (SIOCOUTQ: unix counts what waits in the peer's
+ * receive queue, TCP what is unacknowledged, vsock from Linux 6.10 what the transport has
+ * not sent), or -errno (-EOPNOTSUPP: older vsock).
+ */
+int socket_outq(int fd);
 /* The socket would take bytes now (POLLOUT). */
 bool socket_writable(int fd);
 

@@ -17,8 +17,60 @@
 /* Beyond drain-timeout: a redirect's last flush and close after its drain gave up. */
 #define STOP_GRACE_USEC (1000 * USEC_PER_MSEC)
 
+/* How often to look whether the bytes still owed have moved. */
+#define STOP_PROGRESS_USEC (250 * USEC_PER_MSEC)
+
+/*
+ * The stop gives up drain-timeout and STOP_GRACE_USEC after bytes last moved toward a
+ * reader (or after it began). Each drain waits for the kernel's backlog at most
+ * drain-timeout itself; what the daemon holds (a late insert's held bytes, the user-space
+ * path's buffers) is finite once every source is shut down for reading, and is written out
+ * as long as the readers take it. A fixed deadline cut it off on a loaded machine: with
+ * --drain=timed the backlog wait alone takes drain-timeout, and 16 MiB held at 5 MB/s need
+ * seconds more. A reader is seen to take bytes by the daemon's writes, or by the send
+ * queues shrinking while a unix socket is not yet writable again (it is once a quarter of
+ * its send buffer is left). systemd's TimeoutStopSec= bounds the whole stop.
+ */
 static uint64_t stop_deadline;
-static uint64_t stop_epoch; /* the queue iterator's pass count when the stop began */
+static uint64_t stop_mark;	/* stop_progress_mark() at the last look */
+static uint64_t stop_next_look; /* when to take the next mark */
+static uint64_t stop_epoch;	/* the queue iterator's pass count when the stop began */
+
+static uint64_t stop_patience_usec(const struct daemon *d)
+{
+	return (uint64_t)d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC + STOP_GRACE_USEC;
+}
+
+/* Changes whenever a live redirect's or datagram listener's bytes move toward a reader. */
+static uint64_t stop_progress_mark(struct daemon *d)
+{
+	struct redirect *r;
+	uint64_t mark = 0;
+	size_t i;
+
+	for (r = d->redirects; r; r = redirect_next(r))
+		mark += redirect_progress_mark(r);
+	for (i = 0; i < d->n_listeners; i++)
+		if (d->listeners[i]->dgram)
+			mark += dgram_forwarder_progress_mark(d->listeners[i]->dgram);
+	return mark;
+}
+
+/* Move the deadline on if anything moved since the last look. */
+static void stop_look_for_progress(struct daemon *d, uint64_t usec)
+{
+	uint64_t mark;
+
+	if (usec < stop_next_look)
+		return;
+	stop_next_look = usec + STOP_PROGRESS_USEC;
+	/* A redirect that finished takes its part along: that, too, is a change. */
+	mark = stop_progress_mark(d);
+	if (mark != stop_mark) {
+		stop_mark = mark;
+		stop_deadline = usec + stop_patience_usec(d);
+	}
+}
 
 /* Datagram listeners whose datagrams have not all reached their target. */
 static size_t dgram_unsettled(struct daemon *d)
@@ -38,6 +90,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	size_t dgram = dgram_unsettled(d), lost_dgram;
 	bool exact;
 
+	stop_look_for_progress(d, usec);
 	if ((d->n_redirects || dgram) && usec < stop_deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
@@ -53,7 +106,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	 */
 	if (d->n_redirects || lost_dgram)
 		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
-			 "deliver after drain-timeout; closing now, they are lost",
+			 "deliver and none moved on for drain-timeout; closing now, they are lost",
 			 d->n_redirects, d->n_redirects == 1 ? "" : "s", lost_dgram,
 			 lost_dgram == 1 ? "" : "s");
 	if (!exact && dgram)
@@ -78,8 +131,9 @@ bool stop_drain_start(struct daemon *d)
 	d->stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
-	stop_deadline =
-	    now_usec() + (uint64_t)d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC + STOP_GRACE_USEC;
+	stop_deadline = now_usec() + stop_patience_usec(d);
+	stop_next_look = now_usec() + STOP_PROGRESS_USEC;
+	stop_mark = stop_progress_mark(d);
 	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
 					 on_stop_timer, d);
 	if (err < 0) {

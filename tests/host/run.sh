@@ -27,6 +27,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
 . tests/host/access-cases.sh
+# shellcheck source=tests/host/stop-cases.sh
+. tests/host/stop-cases.sh
 # shellcheck source=tests/host/reload-cases.sh
 . tests/host/reload-cases.sh
 # shellcheck source=tests/host/fallback-cases.sh
@@ -47,6 +49,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	ctl_run_all
 	host_daemon_cases
 	host_access_cases
+	host_stop_cases
 	daemon_reload
 	cmdline_cases
 } | sed -u 's/^VMTEST /  /'
