@@ -14,6 +14,14 @@ struct listener;
 struct redirect;
 struct control_server;
 
+/* A stop under way (stop_drain.c). */
+struct stop_state {
+	uint64_t deadline;  /* give up on what is left then */
+	uint64_t mark;	    /* the progress mark at the last look */
+	uint64_t next_look; /* when to take the next one */
+	uint64_t epoch;	    /* the queue iterator's pass count when the stop began */
+};
+
 struct daemon {
 	sd_event *event;
 	struct config cfg;
@@ -29,6 +37,7 @@ struct daemon {
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
 	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
 	bool stopping;	       /* stopping: redirects finish, then the loop exits (stop_drain.c) */
+	struct stop_state stop;
 	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
 };
 

@@ -31,11 +31,6 @@
  * queues shrinking while a unix socket is not yet writable again (it is once a quarter of
  * its send buffer is left). systemd's TimeoutStopSec= bounds the whole stop.
  */
-static uint64_t stop_deadline;
-static uint64_t stop_mark;	/* stop_progress_mark() at the last look */
-static uint64_t stop_next_look; /* when to take the next mark */
-static uint64_t stop_epoch;	/* the queue iterator's pass count when the stop began */
-
 static uint64_t stop_patience_usec(const struct daemon *d)
 {
 	return (uint64_t)d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC + STOP_GRACE_USEC;
@@ -61,14 +56,14 @@ static void stop_look_for_progress(struct daemon *d, uint64_t usec)
 {
 	uint64_t mark;
 
-	if (usec < stop_next_look)
+	if (usec < d->stop.next_look)
 		return;
-	stop_next_look = usec + STOP_PROGRESS_USEC;
+	d->stop.next_look = usec + STOP_PROGRESS_USEC;
 	/* A redirect that finished takes its part along: that, too, is a change. */
 	mark = stop_progress_mark(d);
-	if (mark != stop_mark) {
-		stop_mark = mark;
-		stop_deadline = usec + stop_patience_usec(d);
+	if (mark != d->stop.mark) {
+		d->stop.mark = mark;
+		d->stop.deadline = usec + stop_patience_usec(d);
 	}
 }
 
@@ -79,7 +74,7 @@ static size_t dgram_unsettled(struct daemon *d)
 
 	for (i = 0; i < d->n_listeners; i++)
 		if (d->listeners[i]->dgram &&
-		    !dgram_forwarder_settled(d->listeners[i]->dgram, stop_epoch))
+		    !dgram_forwarder_settled(d->listeners[i]->dgram, d->stop.epoch))
 			n++;
 	return n;
 }
@@ -91,7 +86,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	bool exact;
 
 	stop_look_for_progress(d, usec);
-	if ((d->n_redirects || dgram) && usec < stop_deadline) {
+	if ((d->n_redirects || dgram) && usec < d->stop.deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -124,16 +119,16 @@ bool stop_drain_start(struct daemon *d)
 
 	if (d->stopping)
 		return false;
-	stop_epoch = d->dp ? dataplane_queue_epoch(d->dp) : 0;
+	d->stop.epoch = d->dp ? dataplane_queue_epoch(d->dp) : 0;
 	dgram = dgram_unsettled(d);
 	if (!d->n_redirects && !dgram)
 		return false;
 	d->stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
-	stop_deadline = now_usec() + stop_patience_usec(d);
-	stop_next_look = now_usec() + STOP_PROGRESS_USEC;
-	stop_mark = stop_progress_mark(d);
+	d->stop.deadline = now_usec() + stop_patience_usec(d);
+	d->stop.next_look = now_usec() + STOP_PROGRESS_USEC;
+	d->stop.mark = stop_progress_mark(d);
 	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
 					 on_stop_timer, d);
 	if (err < 0) {

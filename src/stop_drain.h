@@ -4,8 +4,8 @@
  * the daemon stops accepting and closes every live redirect as the idle timeout does
  * (redirect_request_close(): what either side sent before the stop is delivered, then EOF;
  * the client's later writes get EPIPE), and exits once none is left and every datagram
- * listener has passed on what it was sent, or when drain-timeout and one second more have
- * passed. A second signal exits at once.
+ * listener has passed on what it was sent, or once nothing still owed has moved toward its
+ * reader for drain-timeout and one second more. A second signal exits at once.
  */
 #ifndef VSOCKMAP_STOP_DRAIN_H
 #define VSOCKMAP_STOP_DRAIN_H
