@@ -46,6 +46,8 @@ trap 'rm -f "$params"' EXIT
 	printf 'REPEAT_ARGS="%s"\n' "$*"
 } >"$params"
 # About 10 s a case in the VM: budget 30 s, and 5 minutes on top.
+# Named by kernel series, so that repeats on two kernels can run side by side.
 exec tests/vm/run.sh tests/vm/suite-repeat.sh --timeout $((runs * 3 * 30 + 300)) \
+	--name "suite-repeat${VSOCKMAP_VM_SERIES:+-$VSOCKMAP_VM_SERIES}" \
 	--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 	--file "$params":/usr/lib/vmtest/repeat.env
