@@ -81,6 +81,8 @@ struct options {
 	/* client */
 	uint64_t send_len, expect_reply, parallel, dgram_count, kill_after, connect_timeout_s;
 	uint64_t sndbuf; /* client stream sockets: SO_SNDBUF(FORCE), 0 for the default */
+	uint64_t mark_after; /* --mark-file is created once a connection has sent this much */
+	const char *mark_file;
 	enum after_send after;
 	bool dgram_connect;
 };
@@ -346,6 +348,8 @@ static const char usage_text[] =
     "  --connect-timeout SEC  retry refused connects for SEC (default 0)\n"
     "  --sndbuf N             SO_SNDBUFFORCE (root) or SO_SNDBUF on the socket, so that\n"
     "                         N bytes can queue in the peer before anyone reads\n"
+    "  --mark-after BYTES     with --mark-file: create PATH once a connection has\n"
+    "  --mark-file PATH       sent BYTES (a point of the stream a script can wait for)\n"
     "\n"
     "Sizes take K, M, G suffixes (KiB, MiB, GiB). Exit status: 0 all verified,\n"
     "1 verification failure, reset or timeout, 2 usage or system error.\n";
@@ -379,6 +383,8 @@ enum option_id {
 	OPT_KILL_AFTER,
 	OPT_CONNECT_TIMEOUT,
 	OPT_SNDBUF,
+	OPT_MARK_AFTER,
+	OPT_MARK_FILE,
 };
 
 static const struct option long_options[] = {
@@ -407,6 +413,8 @@ static const struct option long_options[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"sndbuf", required_argument, NULL, OPT_SNDBUF},
+    {"mark-after", required_argument, NULL, OPT_MARK_AFTER},
+    {"mark-file", required_argument, NULL, OPT_MARK_FILE},
     {"help", no_argument, NULL, 'h'},
     {}};
 
@@ -442,6 +450,7 @@ static const struct number_option {
     {OPT_KILL_AFTER, &opt.kill_after, UNSET - 1},
     {OPT_CONNECT_TIMEOUT, &opt.connect_timeout_s, UINT32_MAX},
     {OPT_SNDBUF, &opt.sndbuf, INT32_MAX / 2},
+    {OPT_MARK_AFTER, &opt.mark_after, UNSET - 1},
 };
 
 static const struct number_option *find_number_option(int id)
@@ -472,6 +481,8 @@ static int check_options(int modes)
 			return usage_error("a unix-dgram server can only --sink", "");
 		return 0;
 	}
+	if (opt.mark_after && !opt.mark_file)
+		return usage_error("--mark-after needs --mark-file", "");
 	if (opt.expect_len != UNSET && (opt.send_len || opt.dgram_count))
 		return usage_error("--expect only reads: use it with --send 0", "");
 	if (opt.expect_reply != UNSET && opt.after != AFTER_SHUTDOWN)
@@ -535,6 +546,8 @@ static int parse_options(int argc, char **argv)
 			return usage_error("invalid number: ", optarg);
 		if (id == OPT_READY_FILE)
 			opt.ready_file = optarg;
+		if (id == OPT_MARK_FILE)
+			opt.mark_file = optarg;
 		if (id == OPT_CONNECT)
 			opt.dgram_connect = true;
 		if (id != OPT_AFTER)
@@ -715,6 +728,22 @@ static void kill_self(const struct conn *c)
 	raise(SIGKILL);
 }
 
+/* --mark-file, once: a failure is reported and the stream goes on. */
+static void write_mark_file(void)
+{
+	static bool written;
+	int fd;
+
+	if (written)
+		return;
+	written = true;
+	fd = open(opt.mark_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fprintf(stderr, "vsm-peer: --mark-file %s: %s\n", opt.mark_file, strerror(errno));
+	else
+		close(fd);
+}
+
 static void conn_send(struct conn *c)
 {
 	size_t len;
@@ -741,6 +770,8 @@ static void conn_send(struct conn *c)
 	c->tx_msgs++;
 	if (c->tx_bytes == opt.kill_after)
 		kill_self(c);
+	if (opt.mark_file && c->tx_bytes >= opt.mark_after)
+		write_mark_file();
 }
 
 static short conn_poll_events(const struct conn *c, uint64_t now)
