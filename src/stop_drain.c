@@ -115,6 +115,7 @@ bool stop_drain_start(struct daemon *d)
 {
 	struct redirect *r, *next;
 	size_t i, dgram;
+	uint64_t now;
 	int err;
 
 	if (d->stopping)
@@ -126,8 +127,9 @@ bool stop_drain_start(struct daemon *d)
 	d->stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
-	d->stop.deadline = now_usec() + stop_patience_usec(d);
-	d->stop.next_look = now_usec() + STOP_PROGRESS_USEC;
+	now = now_usec();
+	d->stop.deadline = now + stop_patience_usec(d);
+	d->stop.next_look = now + STOP_PROGRESS_USEC;
 	d->stop.mark = stop_progress_mark(d);
 	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
 					 on_stop_timer, d);

@@ -705,8 +705,14 @@ stop_midstream() {
 	MS_RC=$STOP_RC
 	wait "$_ms_cli"
 	wait "$_ms_srv"
-	MS_SENT=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$_ms_dir/client")
-	MS_LINE=$(grep -m1 '^server conn=' "$_ms_dir/server")
+	midstream_results "$_ms_dir"
+}
+
+# midstream_results DIR: from the vsm-peer logs DIR/client and DIR/server, MS_SENT (what the
+# client's writes handed over), MS_LINE (the server's line) and MS_GOT (the bytes it got).
+midstream_results() {
+	MS_SENT=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$1/client")
+	MS_LINE=$(grep -m1 '^server conn=' "$1/server")
 	MS_GOT=$(printf '%s' "$MS_LINE" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
 }
 

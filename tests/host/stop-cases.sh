@@ -1,21 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
 # How long a stop waits (sourced by tests/host/run.sh, after access-cases.sh for mini_*): the
-# daemon gives up on a redirect only when none of its bytes could be written for drain-timeout
-# (and one second more), not at a fixed time after the SIGTERM.
+# daemon gives up on a redirect only when none of its bytes has moved toward its reader for
+# drain-timeout (and one second more), not at a fixed time after the SIGTERM.
 
 # stop_timed_case NAME SERVER_OPTS CLIENT_OPTS DAEMON_LINES...: a daemon on the mini config
 # (drain-timeout = 1 and DAEMON_LINES), a vsm-peer server with SERVER_OPTS, a client sending
-# 256M with CLIENT_OPTS, and SIGTERM 1.5 s in. Sets ST_TICKS, ST_RC (term_daemon's), ST_SENT,
-# ST_LINE and ST_GOT as stop_midstream does; the logs stay in MINI_DIR until mini_stop.
+# 256M with CLIENT_OPTS, and SIGTERM 1.5 s in. Sets MS_TICKS and MS_RC as stop_midstream does
+# (the server's results, midstream_results, once it is done); the logs stay in MINI_DIR until
+# mini_stop.
 stop_timed_case() {
-	local name=$1 server_opts=$2 client_opts=$3 cli srv
+	local name=$1 server_opts=$2 client_opts=$3 cli
 	mini_config "$name" s "drain-timeout = 1" "log-level = info" "${@:4}"
 	# shellcheck disable=SC2086 # the options are words
 	vsm-peer server "unix:$MINI_DIR/srv.sock" --sink --count 1 $server_opts \
 		--ready-file "$MINI_DIR/srv.ready" --timeout 120 >"$MINI_DIR/server" 2>&1 &
-	srv=$!
-	MINI_SRV=$srv
+	MINI_SRV=$!
 	wait_for_file "$MINI_DIR/srv.ready" 10
 	mini_daemon
 	# shellcheck disable=SC2086
@@ -24,10 +24,9 @@ stop_timed_case() {
 	cli=$!
 	sleep 1.5
 	term_daemon "$MINI_PID" 600
-	ST_TICKS=$STOP_TICKS # set by term_daemon
-	ST_RC=$STOP_RC
+	MS_TICKS=$STOP_TICKS # set by term_daemon
+	MS_RC=$STOP_RC
 	wait "$cli"
-	ST_SENT=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$MINI_DIR/client")
 }
 
 # A stop whose bytes keep moving outlasts drain-timeout: the user-space path holds a few MiB
@@ -38,17 +37,16 @@ stop_outlasts_drain_timeout() {
 	stop_timed_case stop-moving "--slow 20000 --read-size 16384" "--sndbuf 4M" \
 		"datapath = userspace"
 	wait "$MINI_SRV"
-	ST_LINE=$(grep -m1 '^server conn=' "$MINI_DIR/server")
-	ST_GOT=$(printf '%s' "$ST_LINE" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
-	if ((ST_RC != 0 || ST_TICKS >= 600)); then
-		vmtest_fail stop-outlasts-drain-timeout "daemon exit $ST_RC after $((ST_TICKS / 10)) s: $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
-	elif [[ -z $ST_SENT || $ST_SENT != "$ST_GOT" ]] ||
-		! grep -q 'verify=ok.*eof=clean' <<<"$ST_LINE"; then
-		vmtest_fail stop-outlasts-drain-timeout "the client handed over ${ST_SENT:-?} bytes; server: ${ST_LINE:-nothing}; $(grep -m1 'lost' "$MINI_DIR/daemon.log")"
-	elif ((ST_TICKS <= 20)); then
-		vmtest_fail stop-outlasts-drain-timeout "the stop took only $((ST_TICKS / 10)).$((ST_TICKS % 10)) s: the case was not forced (the reader was not slow enough to outlast drain-timeout = 1)"
+	midstream_results "$MINI_DIR"
+	if ((MS_RC != 0 || MS_TICKS >= 600)); then
+		vmtest_fail stop-outlasts-drain-timeout "daemon exit $MS_RC after $((MS_TICKS / 10)) s: $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	elif [[ -z $MS_SENT || $MS_SENT != "$MS_GOT" ]] ||
+		! grep -q 'verify=ok.*eof=clean' <<<"$MS_LINE"; then
+		vmtest_fail stop-outlasts-drain-timeout "the client handed over ${MS_SENT:-?} bytes; server: ${MS_LINE:-nothing}; $(grep -m1 'lost' "$MINI_DIR/daemon.log")"
+	elif ((MS_TICKS <= 20)); then
+		vmtest_fail stop-outlasts-drain-timeout "the stop took only $((MS_TICKS / 10)).$((MS_TICKS % 10)) s: the case was not forced (the reader was not slow enough to outlast drain-timeout = 1)"
 	else
-		vmtest_pass stop-outlasts-drain-timeout "SIGTERM with $((ST_SENT >> 20)) MiB into a 0.8 MB/s reader, drain-timeout = 1: exit 0 after $((ST_TICKS / 10)).$((ST_TICKS % 10)) s, all $ST_GOT bytes verified, clean EOF"
+		vmtest_pass stop-outlasts-drain-timeout "SIGTERM with $((MS_SENT >> 20)) MiB into a 0.8 MB/s reader, drain-timeout = 1: exit 0 after $((MS_TICKS / 10)).$((MS_TICKS % 10)) s, all $MS_GOT bytes verified, clean EOF"
 	fi
 	mini_stop
 }
@@ -66,12 +64,12 @@ stop_gives_up() {
 	else
 		expect='backlog toward the target did not drain in 1000 ms'
 	fi
-	if ((ST_RC != 0 || ST_TICKS < 10 || ST_TICKS > 50)); then
-		vmtest_fail "stop-gives-up-$path" "daemon exit $ST_RC after $((ST_TICKS / 10)).$((ST_TICKS % 10)) s (expected about 2 s): $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	if ((MS_RC != 0 || MS_TICKS < 10 || MS_TICKS > 50)); then
+		vmtest_fail "stop-gives-up-$path" "daemon exit $MS_RC after $((MS_TICKS / 10)).$((MS_TICKS % 10)) s (expected about 2 s): $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
 	elif ! grep -q "$expect" "$MINI_DIR/daemon.log"; then
 		vmtest_fail "stop-gives-up-$path" "no warning '$expect': $(tail -n 3 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
 	else
-		vmtest_pass "stop-gives-up-$path" "a reader that stopped reading: exit 0 after $((ST_TICKS / 10)).$((ST_TICKS % 10)) s with drain-timeout = 1, and the warning: $(grep -m1 -o "$expect.*" "$MINI_DIR/daemon.log")"
+		vmtest_pass "stop-gives-up-$path" "a reader that stopped reading: exit 0 after $((MS_TICKS / 10)).$((MS_TICKS % 10)) s with drain-timeout = 1, and the warning: $(grep -m1 -o "$expect.*" "$MINI_DIR/daemon.log")"
 	fi
 	mini_stop
 }

@@ -379,11 +379,7 @@ test_restart_no_loss() {
 			sleep 0.1
 		done
 		if [[ $mode == upload ]] || ((i % 2)); then
-			for ((w = 0; w < 3000; w++)); do
-				[[ -e $T/restart-$i.mark ]] && break
-				kill -0 "$cpid" 2>/dev/null || break
-				sleep 0.01
-			done
+			wait_for_file "$T/restart-$i.mark" 30
 			delay="$((point >> 20))M"
 		else
 			for ((w = 0; w < 600; w++)); do
