@@ -435,12 +435,16 @@ void dataplane_slot_free(struct dataplane *dp, uint32_t slot)
 int dataplane_slot_reserve(struct dataplane *dp, uint32_t slot)
 {
 	uint32_t i;
+	int err;
 
 	for (i = 0; i < dp->n_free; i++) {
 		if (dp->free_slots[i] != slot)
 			continue;
+		err = map_gates(dp, slot);
+		if (err)
+			return err; /* still free */
 		dp->free_slots[i] = dp->free_slots[--dp->n_free];
-		return map_gates(dp, slot);
+		return 0;
 	}
 	return -EBUSY; /* taken twice */
 }
@@ -532,15 +536,20 @@ void dataplane_remove(struct dataplane *dp, uint64_t cookie)
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.links), &cookie);
 }
 
+/*
+ * Every slot is mapped before it is handed out (dataplane_slot_alloc(), _reserve()), which
+ * fail when the mapping does: a slot past the mapping is a bug, and stopping beats writing
+ * into the PROT_NONE reservation.
+ */
 struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir)
 {
-	int err;
+	size_t idx = (size_t)slot * VSOCKMAP_NR_DIRS + dir;
 
-	/* dataplane_slot_alloc() has mapped its slots; a slot taken any other way is mapped here. */
-	err = map_gates(dp, slot);
-	if (err)
-		log_errno(LOG_ERR, err, "mapping the gates map for slot %u", slot);
-	return &dp->gates[slot * VSOCKMAP_NR_DIRS + dir];
+	if ((idx + 1) * sizeof(struct vsockmap_gate) > dp->gates_mapped) {
+		log_err("BUG: gate %zu used before its page was mapped", idx);
+		abort();
+	}
+	return &dp->gates[idx];
 }
 
 int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,

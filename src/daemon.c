@@ -123,11 +123,6 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 		return 0;
 	}
 	/* On top of the maps a previous instance stored, if any (handover.c). */
-	if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT && opts->drain_mode == DRAIN_TIMED) {
-		log_err("fastpath=permanent needs an exact drain signal, and --drain=timed rules it "
-			"out: the timed drain watches the counters the permanent fast path drops");
-		return -EINVAL;
-	}
 	err = dataplane_open(&d->dp, opts->drain_mode, d->cfg.daemon.fastpath == FASTPATH_PERMANENT,
 			     handover_map_fd);
 	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
@@ -182,6 +177,27 @@ static int load_config(struct daemon *d, const struct daemon_options *opts, char
 	return 0;
 }
 
+/* Settings that each make sense alone and rule each other out. -EINVAL with the reason. */
+static int check_options(const struct daemon *d, const struct daemon_options *opts, char *why,
+			 size_t len)
+{
+	const struct daemon_config *dc = &d->cfg.daemon;
+
+	if (dc->fastpath == FASTPATH_PERMANENT && dc->idle_timeout_ms) {
+		snprintf(why, len, "the idle timeout needs the byte counters, which "
+				   "fastpath=permanent drops; use one or the other");
+		return -EINVAL;
+	}
+	if (dc->fastpath == FASTPATH_PERMANENT && dc->datapath != DATAPATH_USERSPACE &&
+	    opts->drain_mode == DRAIN_TIMED) {
+		snprintf(why, len,
+			 "fastpath=permanent needs an exact drain signal, and --drain=timed rules "
+			 "it out: the timed drain watches the counters the permanent fast path drops");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Everything is open: keep only what serving and reloading need (privileges.h). */
 static int drop_privileges(struct daemon *d)
 {
@@ -208,18 +224,18 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	d->started_usec = now_usec();
 	err = load_config(d, opts, err_text, sizeof(err_text));
 	if (err) {
-		log_err("%s", err_text);
+		log_err("%s", err_text); /* a usage error: the one line says it all */
 		return err;
 	}
 	if (opts->datapath >= 0)
 		d->cfg.daemon.datapath = (enum datapath_mode)opts->datapath;
 	if (opts->fastpath >= 0)
 		d->cfg.daemon.fastpath = (enum fastpath_mode)opts->fastpath;
-	if (d->cfg.daemon.fastpath == FASTPATH_PERMANENT && d->cfg.daemon.idle_timeout_ms) {
-		log_err("the idle timeout needs the byte counters, which fastpath=permanent drops; "
-			"use one or the other");
-		err = -EINVAL;
-		goto out;
+	err = check_options(d, opts, err_text, sizeof(err_text));
+	if (err) {
+		log_err("%s", err_text);
+		daemon_stop(d);
+		return err;
 	}
 	log_set_level(d->cfg.daemon.log_level);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
@@ -267,8 +283,8 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		goto out;
 	return 0;
 out:
-	if (err != -EINVAL)
-		log_errno(LOG_ERR, err, "not started");
+	/* Each step said what failed; this line ends every failed start the same way. */
+	log_errno(LOG_ERR, err, "not started");
 	daemon_stop(d);
 	return err;
 }

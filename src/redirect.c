@@ -27,7 +27,7 @@
 /* A verdict that read the gate a moment ago has finished this long after. */
 #define VERDICT_GRACE_USEC (20 * USEC_PER_MSEC)
 
-static int redirect_step(struct redirect *r);
+static void redirect_step(struct redirect *r);
 
 /*
  * Every redirect endpoint is in one epoll set of our own, which the event loop watches as a
@@ -45,7 +45,7 @@ static struct {
 	bool dispatching;
 	bool batch_pass; /* stepping the batch: drains wait for one iterator pass after it */
 	unsigned int batch;
-	struct redirect *zombies; /* freed during the batch, free()d at its end */
+	struct redirect *zombies;    /* freed during the batch, free()d at its end */
 	struct redirect *wants_pass; /* drains that began in this batch */
 } events = {.epfd = -1};
 
@@ -100,15 +100,17 @@ static void log_vsock_discard(const struct redirect *r)
 		return;
 	n = socket_inq(r->ep[CLIENT].fd);
 	if (n > 0)
-		log_warn("[%s] redirect %" PRIu64 ": vsock discarded %d bytes the client had sent "
-			 "before the close (a vsock socket shut down for reading drops its "
-			 "receive queue)",
-			 r->l->rc->name, r->id, n);
+		redirect_log(r, LOG_WARNING,
+			     "vsock discarded %d bytes the client had sent "
+			     "before the close (a vsock socket shut down for reading drops its "
+			     "receive queue)",
+			     n);
 	else if (n < 0 && !r->idle_closing) /* idle: nothing came for idle-timeout */
-		log_notice("[%s] redirect %" PRIu64 ": what vsock discarded of the client's bytes "
-			   "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
-			   "(Linux 6.17 answers it)",
-			   r->l->rc->name, r->id, strerror(-n));
+		redirect_log(r, LOG_NOTICE,
+			     "what vsock discarded of the client's bytes "
+			     "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
+			     "(Linux 6.17 answers it)",
+			     strerror(-n));
 }
 
 void redirect_free(struct redirect *r)
@@ -245,8 +247,8 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0,
-				  loop_tick(r), &qi)) {
+	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0, loop_tick(r),
+				  &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -336,7 +338,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	(void)s;
 	(void)usec;
-	return redirect_step(userdata);
+	redirect_step(userdata);
+	return 0;
 }
 
 /*
@@ -413,16 +416,15 @@ static int arm_timer(struct redirect *r, uint64_t deadline)
 
 /* ---- set-up ---- */
 
-static int redirect_fail(struct redirect *r, int err, const char *what)
+/* Set-up failed: say why, count it, close the client. */
+static void redirect_fail(struct redirect *r, int err, const char *what)
 {
 	char target[160];
 
 	r->l->failed++;
-	log_warn("[%s] redirect %" PRIu64 ": %s %s: %s; closing the client connection (pid %d)",
-		 r->l->rc->name, r->id, what, target_text(r, target, sizeof(target)),
-		 strerror(-err), r->cred.pid);
+	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
+		     target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
 	redirect_free(r);
-	return 0;
 }
 
 /*
@@ -478,23 +480,27 @@ static int link_pair(struct redirect *r)
 }
 
 /* check_error: the connect finished asynchronously (a synchronous one already succeeded). */
-static int on_connected(struct redirect *r, bool check_error)
+static void on_connected(struct redirect *r, bool check_error)
 {
 	int err;
 
 	r->connecting = false;
 	err = check_error ? socket_error(r->ep[TARGET].fd) : 0;
-	if (err)
-		return redirect_fail(r, err, "connect");
+	if (err) {
+		redirect_fail(r, err, "connect");
+		return;
+	}
 	err = link_pair(r);
-	if (err == -ENOSPC)
-		return redirect_fail(r, err, "no slot left (max-redirects) for the redirect to");
-	if (err)
-		return redirect_fail(r, err, "adding the pair to the sockhash for");
+	if (err) {
+		redirect_fail(r, err,
+			      err == -ENOSPC ? "no slot left (max-redirects) for the redirect to"
+					     : "adding the pair to the sockhash for");
+		return;
+	}
 	r->dir[CLIENT].state = r->userspace ? DIR_COPY : DIR_SYNC;
 	r->dir[TARGET].state = DIR_COPY;
-	log_debug("[%s] redirect %" PRIu64 ": connected", r->l->rc->name, r->id);
-	return redirect_step(r);
+	redirect_log(r, LOG_DEBUG, "connected");
+	redirect_step(r);
 }
 
 /*
@@ -585,10 +591,8 @@ static void dir_sync(struct redirect *r, int src)
 insert:
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
 	if (err) {
-		log_errno(LOG_WARNING, err,
-			  "[%s] redirect %" PRIu64 ": adding the client to the "
-			  "sockhash; the daemon carries it",
-			  r->l->rc->name, r->id);
+		redirect_log_errno(r, LOG_WARNING, err,
+				   "adding the client to the sockhash; the daemon carries it");
 		dir->state = DIR_COPY;
 		return;
 	}
@@ -600,11 +604,9 @@ insert:
 		dir->left_behind = n;
 		dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
 		dir->left_check_usec = now_usec() + STALL_USEC;
-		log_debug("[%s] redirect %" PRIu64 ": %zd bytes arrived during the insert",
-			  r->l->rc->name, r->id, n);
+		redirect_log(r, LOG_DEBUG, "%zd bytes arrived during the insert", n);
 	}
 }
-
 
 static void gate_set(struct redirect *r, int src, bool open)
 {
@@ -686,21 +688,25 @@ static bool dir_drained(struct redirect *r, int src)
 	}
 	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
 		if (r->d->stopping && !dataplane_exact_drain(dataplane_features(r->d->dp))) {
-			log_info("[%s] redirect %" PRIu64 ": no exact drain signal on this kernel: "
-				 "waited drain-timeout (%u ms) for what the kernel may still hold",
-				 r->l->rc->name, r->id, r->d->cfg.daemon.drain_timeout_ms);
+			redirect_log(
+			    r, LOG_INFO,
+			    "no exact drain signal on this kernel: "
+			    "waited drain-timeout (%u ms) for what the kernel may still hold",
+			    r->d->cfg.daemon.drain_timeout_ms);
 			return true;
 		}
 		if (dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
-			log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in "
-				 "%u ms; what the kernel still holds for it, if anything, is lost",
-				 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
-				 r->d->cfg.daemon.drain_timeout_ms);
+			redirect_log(
+			    r, LOG_WARNING,
+			    "backlog toward the %s did not drain in "
+			    "%u ms; what the kernel still holds for it, if anything, is lost",
+			    src == CLIENT ? "target" : "client", r->d->cfg.daemon.drain_timeout_ms);
 		else
-			log_warn("[%s] redirect %" PRIu64 ": backlog toward the %s did not drain in "
-				 "%u ms; %u socket buffers still queued for it are lost",
-				 r->l->rc->name, r->id, src == CLIENT ? "target" : "client",
-				 r->d->cfg.daemon.drain_timeout_ms, qi.backlog_skbs);
+			redirect_log(r, LOG_WARNING,
+				     "backlog toward the %s did not drain in "
+				     "%u ms; %u socket buffers still queued for it are lost",
+				     src == CLIENT ? "target" : "client",
+				     r->d->cfg.daemon.drain_timeout_ms, qi.backlog_skbs);
 		return true;
 	}
 	/*
@@ -823,8 +829,10 @@ static void dir_sweep(struct redirect *r, int src)
 	dir->left_verdicts = UINT64_MAX;
 	dir->left_check_usec = now_usec() + STALL_USEC;
 	dir->state = DIR_CATCHUP;
-	log_debug("[%s] redirect %" PRIu64 ": took %zd of %" PRId64 " bytes left behind at the "
-		  "insert", r->l->rc->name, r->id, n > 0 ? n : 0, q);
+	redirect_log(r, LOG_DEBUG,
+		     "took %zd of %" PRId64 " bytes left behind at the "
+		     "insert",
+		     n > 0 ? n : 0, q);
 }
 
 /*
@@ -886,9 +894,10 @@ static bool held_owed_expired(struct redirect *r, int src)
 	if (now - dir->held_wait_usec <= r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC)
 		return false;
 	held = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
-	log_warn("[%s] redirect %" PRIu64 ": %" PRIu64 " bytes the verdict passed up never became "
-		 "readable in %u ms; the client's last bytes are lost",
-		 r->l->rc->name, r->id, held - dir->held_taken, r->d->cfg.daemon.drain_timeout_ms);
+	redirect_log(r, LOG_WARNING,
+		     "%" PRIu64 " bytes the verdict passed up never became "
+		     "readable in %u ms; the client's last bytes are lost",
+		     held - dir->held_taken, r->d->cfg.daemon.drain_timeout_ms);
 	dir->held_taken = held;
 	return true;
 }
@@ -973,13 +982,13 @@ static void dir_drain(struct redirect *r, int src)
 	 * its EOF from the close (one wakeup, not two). Other targets keep the explicit
 	 * half-close before their close.
 	 */
-	if (!dst->hup && !(r->dir[1 - src].state == DIR_DONE &&
-			   r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
+	if (!dst->hup &&
+	    !(r->dir[1 - src].state == DIR_DONE && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
 		shutdown(dst->fd, SHUT_WR);
 	dir->state = DIR_DONE;
-	log_debug("[%s] redirect %" PRIu64 ": %s finished, drained in %" PRIu64 " us",
-		  r->l->rc->name, r->id, src == CLIENT ? "client->target" : "target->client",
-		  now_usec() - dir->drain_started_usec);
+	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",
+		     src == CLIENT ? "client->target" : "target->client",
+		     now_usec() - dir->drain_started_usec);
 }
 
 /*
@@ -994,10 +1003,10 @@ static void log_target_error(struct redirect *r)
 	char target[160];
 	int err = socket_error(r->ep[TARGET].fd);
 
-	log_warn("[%s] redirect %" PRIu64 ": the connection to %s failed: %s; closing the client "
-		 "connection, bytes not yet delivered are lost",
-		 r->l->rc->name, r->id, target_text(r, target, sizeof(target)),
-		 strerror(err < 0 ? -err : EIO));
+	redirect_log(r, LOG_WARNING,
+		     "the connection to %s failed: %s; closing the client "
+		     "connection, bytes not yet delivered are lost",
+		     target_text(r, target, sizeof(target)), strerror(err < 0 ? -err : EIO));
 }
 
 static void poll_endpoint(struct redirect *r, int i)
@@ -1045,14 +1054,15 @@ static void log_closed(struct redirect *r)
 	if (log_get_level() < LOG_DEBUG)
 		return; /* the counters and the queue length cost three syscalls */
 	redirect_get_info(r, &info, false);
-	log_debug("[%s] redirect %" PRIu64 ": closed after %" PRIu64 " ms; bytes out %" PRIu64
-		  " (%" PRIu64 " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
-		  r->l->rc->name, r->id, info.age_usec / USEC_PER_MSEC,
-		  info.bytes[VSOCKMAP_DIR_TO_TARGET], r->dir[CLIENT].user_bytes,
-		  info.bytes[VSOCKMAP_DIR_TO_CLIENT], r->dir[TARGET].user_bytes);
+	redirect_log(r, LOG_DEBUG,
+		     "closed after %" PRIu64 " ms; bytes out %" PRIu64 " (%" PRIu64
+		     " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
+		     info.age_usec / USEC_PER_MSEC, info.bytes[VSOCKMAP_DIR_TO_TARGET],
+		     r->dir[CLIENT].user_bytes, info.bytes[VSOCKMAP_DIR_TO_CLIENT],
+		     r->dir[TARGET].user_bytes);
 }
 
-static int redirect_step(struct redirect *r)
+static void redirect_step(struct redirect *r)
 {
 	uint64_t deadline = 0, now;
 	int i, err;
@@ -1061,11 +1071,12 @@ static int redirect_step(struct redirect *r)
 		struct pollfd pfd = {.fd = r->ep[TARGET].fd, .events = POLLOUT};
 
 		if (poll(&pfd, 1, 0) > 0)
-			return on_connected(r, true);
-		if (now_usec() >= r->connect_deadline_usec)
-			return redirect_fail(r, -ETIMEDOUT, "connect");
-		err = arm_timer(r, r->connect_deadline_usec);
-		return err < 0 ? redirect_fail(r, err, "a timer for the connect to") : 0;
+			on_connected(r, true);
+		else if (now_usec() >= r->connect_deadline_usec)
+			redirect_fail(r, -ETIMEDOUT, "connect");
+		else if ((err = arm_timer(r, r->connect_deadline_usec)) < 0)
+			redirect_fail(r, err, "a timer for the connect to");
+		return;
 	}
 	for (i = 0; i < 2; i++)
 		poll_endpoint(r, i);
@@ -1087,7 +1098,7 @@ static int redirect_step(struct redirect *r)
 	    (r->close_after_drain && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
 		log_closed(r);
 		redirect_free(r);
-		return 0;
+		return;
 	}
 	now = now_usec();
 	for (i = 0; i < 2; i++) {
@@ -1111,8 +1122,7 @@ static int redirect_step(struct redirect *r)
 	err = arm_timer(r, deadline);
 	err = err ?: update_io(r);
 	if (err < 0)
-		return redirect_fail(r, err, "watching the sockets of the redirect to");
-	return 0;
+		redirect_fail(r, err, "watching the sockets of the redirect to");
 }
 
 /* ---- close on request ---- */
@@ -1137,8 +1147,8 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	if (now - r->idle_since_usec < timeout_usec)
 		return false;
 	r->idle_closing = true;
-	log_notice("[%s] redirect %" PRIu64 ": no byte either way for %" PRIu64 " ms (idle-timeout)",
-		 r->l->rc->name, r->id, (now - r->idle_since_usec) / USEC_PER_MSEC);
+	redirect_log(r, LOG_NOTICE, "no byte either way for %" PRIu64 " ms (idle-timeout)",
+		     (now - r->idle_since_usec) / USEC_PER_MSEC);
 	redirect_request_close(r);
 	return true;
 }
@@ -1166,7 +1176,7 @@ void redirect_request_close(struct redirect *r)
 	r->close_after_drain = true;
 	if (r->dir[CLIENT].state == DIR_OPEN)
 		r->dir[CLIENT].state = DIR_DRAINING;
-	log_info("[%s] redirect %" PRIu64 ": closing on request", r->l->rc->name, r->id);
+	redirect_log(r, LOG_INFO, "closing on request");
 	redirect_step(r);
 }
 
@@ -1244,8 +1254,10 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 		goto fail;
 	}
 	/* A unix target connects at once: no connect timer, and the io sources come later. */
-	if (!in_progress)
-		return on_connected(r, false);
+	if (!in_progress) {
+		on_connected(r, false);
+		return 0;
+	}
 	r->connecting = true;
 	err = arm_timer(r, r->connect_deadline_usec);
 	err = err ?: update_io(r);
@@ -1254,7 +1266,9 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 	return 0;
 
 fail:
-	return redirect_fail(r, err, "connect");
+	/* Handled here: the client is told by the close, the log says why. */
+	redirect_fail(r, err, "connect");
+	return 0;
 }
 
 /* ---- restart without loss (handover.c) ---- */
@@ -1279,7 +1293,8 @@ bool redirect_settle(struct redirect *r, const char **why)
 	else if (c->state == DIR_DRAINING)
 		*why = "client half-closed, its last bytes still in the kernel";
 	else if ((c->state != DIR_OPEN && c->state != DIR_DONE) || !r->ep[CLIENT].in_map)
-		*why = c->state == DIR_SYNC ? "client bytes still carried by the daemon" : "catching up";
+		*why = c->state == DIR_SYNC ? "client bytes still carried by the daemon"
+					    : "catching up";
 	else if (c->left_behind)
 		*why = "client bytes left behind at the insert";
 	else if (dir_pending(c))
@@ -1328,11 +1343,13 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 	if (!r)
 		return -ENOMEM;
 	if (slot == REDIRECT_SLOT_USERSPACE) {
-		/* Carried in user space before: nothing in the maps, the daemon copies both ways. */
+		/* Carried in user space before: nothing in the maps, the daemon copies both ways.
+		 */
 		r->userspace = true;
 		r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_COPY;
 		r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
-		return redirect_step(r);
+		redirect_step(r);
+		return 0;
 	}
 	/* As the previous instance left it: settled (redirect_settle()), slot reserved. */
 	r->slot = slot;
@@ -1350,7 +1367,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 	r->dir[CLIENT].held_taken = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
 	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;
 	r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
-	log_debug("[%s] redirect %" PRIu64 ": taken back from the previous instance",
-		  l->rc->name, id);
-	return redirect_step(r);
+	redirect_log(r, LOG_DEBUG, "taken back from the previous instance");
+	redirect_step(r);
+	return 0;
 }

@@ -36,9 +36,9 @@ static void dst_failed(struct redirect *r, int src, int err, size_t dropped)
 	if (dir->send_failed_logged)
 		return;
 	dir->send_failed_logged = true;
-	log_msg(src == CLIENT ? LOG_WARNING : LOG_DEBUG,
-		"[%s] redirect %" PRIu64 ": writing to the %s failed: %s; %zu bytes not delivered",
-		r->l->rc->name, r->id, src == CLIENT ? "target" : "client", strerror(err), dropped);
+	redirect_log(r, src == CLIENT ? LOG_WARNING : LOG_DEBUG,
+		     "writing to the %s failed: %s; %zu bytes not delivered",
+		     src == CLIENT ? "target" : "client", strerror(err), dropped);
 }
 
 /*

@@ -6,6 +6,7 @@
 #ifndef VSOCKMAP_REDIRECT_INTERNAL_H
 #define VSOCKMAP_REDIRECT_INTERNAL_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "listener.h"
+#include "log.h"
 #include "util.h"
 #include "vsockmap.h"
 
@@ -56,18 +59,18 @@ struct direction {
 	int pipe[2];
 	size_t in_pipe;
 	bool no_splice;
-	int64_t left_behind;	   /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
-	uint64_t left_verdicts;	   /* verdict runs (redirected + held) when last checked */
-	uint64_t left_check_usec;  /* when to look at it again */
-	uint64_t gate_usec;	   /* when the gate was last closed or opened */
-	uint64_t held_taken;	   /* bytes of the gate's held count read by the daemon */
-	bool held_in_flight;	   /* DIR_CATCHUP: held bytes counted, not yet queued */
+	int64_t left_behind;	  /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
+	uint64_t left_verdicts;	  /* verdict runs (redirected + held) when last checked */
+	uint64_t left_check_usec; /* when to look at it again */
+	uint64_t gate_usec;	  /* when the gate was last closed or opened */
+	uint64_t held_taken;	  /* bytes of the gate's held count read by the daemon */
+	bool held_in_flight;	  /* DIR_CATCHUP: held bytes counted, not yet queued */
 	struct settle_clock drain_quiet; /* timed drain: the counter, still, the target writable */
-	uint64_t drain_not_before_usec; /* a drain we began ourselves: verdicts still in flight */
-	uint64_t held_wait_usec;	/* the source's peer is gone, held bytes still owed since */
-	bool send_failed_logged;	/* a failed write into the destination was logged */
-	bool sync_held_back;		/* DIR_SYNC: the insert waits (test knob) */
-	uint64_t retry_usec;		/* a write short of memory is tried again then */
+	uint64_t drain_not_before_usec;	 /* a drain we began ourselves: verdicts still in flight */
+	uint64_t held_wait_usec; /* the source's peer is gone, held bytes still owed since */
+	bool send_failed_logged; /* a failed write into the destination was logged */
+	bool sync_held_back;	 /* DIR_SYNC: the insert waits (test knob) */
+	uint64_t retry_usec;	 /* a write short of memory is tried again then */
 };
 
 struct redirect {
@@ -99,6 +102,20 @@ struct redirect {
 	struct ucred cred;
 	char comm[32];
 };
+
+/*
+ * A message about one redirect: "[section] redirect ID: ...", sent to the journal with
+ * REDIRECT=, REDIRECT_ID= and CLIENT_PID=, so that `journalctl REDIRECT_ID=7` finds them all.
+ */
+#define redirect_log(r, level, fmt, ...)                                                           \
+	log_fields(level, REDIRECT_LOG_CTX(r), "[%s] redirect %" PRIu64 ": " fmt,                  \
+		   (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+/* Same, appending ": strerror(err)" and ERRNO=. */
+#define redirect_log_errno(r, level, err, fmt, ...)                                                \
+	log_fields_errno(level, REDIRECT_LOG_CTX(r), err, "[%s] redirect %" PRIu64 ": " fmt,       \
+			 (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+#define REDIRECT_LOG_CTX(r)                                                                        \
+	LOG_CTX(.redirect = (r)->l->rc->name, .redirect_id = (r)->id, .client_pid = (r)->cred.pid)
 
 /* Bytes read from the source and not yet written to the destination. */
 static inline bool dir_pending(const struct direction *dir)

@@ -232,6 +232,40 @@ test_journal_fields() {
 	fi
 }
 
+# A redirect's messages carry REDIRECT_ID= and CLIENT_PID=: `vsockmapctl close ID` logs
+# "closing on request" for it, and `journalctl REDIRECT_ID=ID` must find that message.
+test_journal_redirect_id() {
+	local inv id="" out cpid i missing=()
+	inv=$(prop "$SVC" InvocationID)
+	socat -u EXEC:'sleep 60' UNIX-CONNECT:/run/vsockmap/echo.sock 2>/dev/null &
+	cpid=$!
+	for ((i = 0; i < 100; i++)); do
+		id=$(vsockmapctl -j list --name echo 2>/dev/null |
+			grep -o "\"id\":[0-9]*,[^}]*\"pid\":$cpid," | sed -n '1s/^"id":\([0-9]*\),.*/\1/p')
+		[[ -n $id ]] && break
+		sleep 0.1
+	done
+	if [[ -z $id ]]; then
+		kill "$cpid" 2>/dev/null
+		vmtest_fail journal-redirect-id "the client (pid $cpid) never showed in vsockmapctl list: $(vsockmapctl list 2>&1 | tail -n 3 | tr '\n' ' ')"
+		return 1
+	fi
+	vsockmapctl close "$id" >/dev/null 2>&1
+	wait_journal "$inv" "redirect $id: closing on request" 10
+	out=$(journalctl -q --no-pager -o verbose _SYSTEMD_INVOCATION_ID="$inv" REDIRECT_ID="$id" 2>&1)
+	kill "$cpid" 2>/dev/null
+	wait "$cpid" 2>/dev/null
+	for f in "REDIRECT_ID=$id" 'REDIRECT=echo' "CLIENT_PID=$cpid" \
+		"MESSAGE=\[echo\] redirect $id: closing on request"; do
+		grep -qE "^ *$f\$" <<<"$out" || missing+=("$f")
+	done
+	if ((${#missing[@]})); then
+		vmtest_fail journal-redirect-id "journalctl REDIRECT_ID=$id lacks ${missing[*]}: $(head -c 400 <<<"$out" | tr '\n' ' ')"
+	else
+		vmtest_pass journal-redirect-id "journalctl REDIRECT_ID=$id: \"closing on request\" with REDIRECT=echo CLIENT_PID=$cpid"
+	fi
+}
+
 # ---- 3. reload: added, removed and broken, while a transfer runs through [echo] ------------
 
 CONF=/etc/vsockmap/vsockmap.conf
@@ -783,6 +817,7 @@ if want start; then
 		test_status_refresh
 		test_echo_hardened
 		test_journal_fields
+		test_journal_redirect_id
 		test_reload
 		want restart && test_restart_no_loss restart-no-loss 1M upload
 		# The user-space path hands its pairs over too (no maps: slot "userspace").
