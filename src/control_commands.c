@@ -27,6 +27,7 @@
 #include "log.h"
 #include "redirect.h"
 #include "reload.h"
+#include "traffic.h"
 #include "util.h"
 
 #define LOCKDOWN_PATH "/sys/kernel/security/lockdown"
@@ -106,17 +107,17 @@ static const char *datapath_name(const struct redirect_info *info, int dir)
  * bytes_out, packets_out, bytes_in, packets_in; null for a direction the kernel carried
  * without counting (fastpath=permanent).
  */
-static void add_counters(struct json_object *o, const uint64_t bytes[VSOCKMAP_NR_DIRS],
-			 const uint64_t packets[VSOCKMAP_NR_DIRS],
-			 const bool uncounted[VSOCKMAP_NR_DIRS])
+static void add_counters(struct json_object *o, const struct traffic *t)
 {
 	static const char *const names[VSOCKMAP_NR_DIRS][2] = {{"bytes_out", "packets_out"},
 							       {"bytes_in", "packets_in"}};
 	int dir;
 
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-		add(o, names[dir][0], uncounted[dir] ? NULL : json_object_new_uint64(bytes[dir]));
-		add(o, names[dir][1], uncounted[dir] ? NULL : json_object_new_uint64(packets[dir]));
+		add(o, names[dir][0],
+		    t->uncounted[dir] ? NULL : json_object_new_uint64(t->bytes[dir]));
+		add(o, names[dir][1],
+		    t->uncounted[dir] ? NULL : json_object_new_uint64(t->packets[dir]));
 	}
 }
 
@@ -142,7 +143,7 @@ static struct json_object *redirect_json(const struct redirect_info *info,
 	add_string(o, "datapath_in", datapath_name(info, VSOCKMAP_DIR_TO_CLIENT));
 	add_string(o, "state", info->state);
 	add_u64(o, "age_ms", info->age_usec / USEC_PER_MSEC);
-	add_counters(o, info->bytes, info->packets, info->uncounted);
+	add_counters(o, &info->moved);
 	add(o, "client_cookie", info->cookie[0] ? json_object_new_uint64(info->cookie[0]) : NULL);
 	add(o, "target_cookie", info->cookie[1] ? json_object_new_uint64(info->cookie[1]) : NULL);
 	add(o, "target_backlog_skbs",
@@ -299,8 +300,11 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 				 "redirect %" PRIu64 " is the datagram listener [%s]; it closes "
 				 "with the daemon",
 				 c.id, c.l->rc->name);
-	log_info("[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", c.l->rc->name,
-		 c.id, (unsigned int)peer->uid, (int)peer->pid);
+	log_fields(LOG_INFO,
+		   LOG_CTX(.redirect = c.l->rc->name, .redirect_id = c.id,
+			   .client_pid = c.info.client.pid),
+		   "[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", c.l->rc->name,
+		   c.id, (unsigned int)peer->uid, (int)peer->pid);
 	/* The snapshot first: redirect_request_close() may free the redirect at once. */
 	snapshot = redirect_json(&c.info, c.l->rc);
 	add_string(snapshot, "state", "closing");
@@ -310,56 +314,6 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 }
 
 /* ---- listeners and totals ---------------------------------------------------------------- */
-
-struct listener_totals {
-	uint64_t bytes[VSOCKMAP_NR_DIRS];
-	uint64_t packets[VSOCKMAP_NR_DIRS];
-	bool uncounted[VSOCKMAP_NR_DIRS];
-};
-
-struct totals_ctx {
-	struct daemon *d;
-	struct listener_totals *t; /* one per listener */
-};
-
-static int add_live(void *ctx, const struct redirect_info *info, struct redirect *r,
-		    struct listener *l)
-{
-	struct totals_ctx *c = ctx;
-	struct listener_totals *t;
-	size_t i;
-	int dir;
-
-	(void)r;
-	for (i = 0; i < c->d->n_listeners && c->d->listeners[i] != l; i++)
-		;
-	t = &c->t[i]; /* a section removed by a reload: the spare entry past the end */
-	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-		t->bytes[dir] += info->bytes[dir];
-		t->packets[dir] += info->packets[dir];
-		t->uncounted[dir] |= info->uncounted[dir];
-	}
-	return 0;
-}
-
-/* Bytes and packets since start, per listener: closed redirects plus live ones. */
-static struct listener_totals *listener_totals(struct daemon *d)
-{
-	struct totals_ctx c = {.d = d, .t = calloc(d->n_listeners + 1, sizeof(*c.t))};
-	size_t i;
-	int dir;
-
-	if (!c.t)
-		return NULL;
-	for (i = 0; i < d->n_listeners; i++)
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-			c.t[i].bytes[dir] = d->listeners[i]->closed_bytes[dir];
-			c.t[i].packets[dir] = d->listeners[i]->closed_packets[dir];
-			c.t[i].uncounted[dir] = d->listeners[i]->closed_uncounted[dir];
-		}
-	for_each_redirect(d, add_live, &c);
-	return c.t;
-}
 
 /* A UNIX-RECV listener has one pseudo-redirect and accepts nothing. */
 static uint64_t listener_live(const struct listener *l)
@@ -433,17 +387,17 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		     struct json_object *response, char **error_text)
 {
 	struct json_object *stats, *arr;
-	struct listener_totals *t, sum = {};
 	uint64_t accepted = 0, failed = 0, live = 0;
+	struct traffic *t, all;
 	size_t i;
-	int dir;
+	int err;
 
 	(void)peer;
 	(void)request;
 	(void)error_text;
-	t = listener_totals(d);
-	if (!t)
-		return -ENOMEM;
+	err = traffic_since_start(d, &t, &all);
+	if (err)
+		return err;
 	stats = json_object_new_object();
 	arr = json_object_new_array();
 	add_u64(stats, "uptime_ms", (now_usec() - d->started_usec) / USEC_PER_MSEC);
@@ -454,24 +408,19 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		add_string(o, "name", l->rc->name);
 		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
 		add_connection_counts(o, l);
-		add_counters(o, t[i].bytes, t[i].packets, t[i].uncounted);
+		add_counters(o, &t[i]);
 		json_object_array_add(arr, o);
 		if (!is_dgram(l)) {
 			accepted += l->accepted;
 			failed += l->failed;
 		}
 		live += listener_live(l);
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-			sum.bytes[dir] += t[i].bytes[dir];
-			sum.packets[dir] += t[i].packets[dir];
-			sum.uncounted[dir] |= t[i].uncounted[dir];
-		}
 	}
 	add_u64(stats, "accepted", accepted);
 	add_u64(stats, "refused", 0);
 	add_u64(stats, "failed", failed);
 	add_u64(stats, "live", live);
-	add_counters(stats, sum.bytes, sum.packets, sum.uncounted);
+	add_counters(stats, &all);
 	add_u64(stats, "late_inserts", d->late_inserts);
 	add(stats, "listeners", arr);
 	add(response, "stats", stats);

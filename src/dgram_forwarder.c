@@ -522,11 +522,11 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
 	info->datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
 	info->age_usec = now_usec() - f->started_usec;
 	info->client_rcvq_bytes = -1;
-	info->bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
-	info->packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
-	info->bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
+	info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
+	info->moved.packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
+	info->moved.bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
 	if (f->gp && !dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
-		info->bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
-		info->packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
+		info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
+		info->moved.packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
 	}
 }

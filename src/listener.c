@@ -130,7 +130,7 @@ static bool slot_left(struct listener *l)
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct listener *l = userdata;
-	int i, cfd;
+	int i, cfd, err;
 
 	(void)s;
 	(void)revents;
@@ -158,7 +158,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 			continue;
 		}
 		socket_set_bufs(cfd, &l->rc->listen);
-		redirect_start(l->d, l, cfd);
+		l->accepted++;
+		err = redirect_start(l->d, l, cfd); /* takes cfd */
+		if (err) {
+			l->failed++;
+			log_errno(LOG_WARNING, err, "[%s] closed a connection on %s", l->rc->name,
+				  l->where);
+		}
 		if (l->rc->once) {
 			/* socat without fork: this one connection, then exit (listener_redirect_closed()). */
 			listener_pause(l);
@@ -347,8 +353,24 @@ void listener_limit_changed(struct listener *l)
 	accepting(l, !at_limit(l));
 }
 
-void listener_redirect_closed(struct listener *l)
+void listener_redirect_opened(struct listener *l)
 {
+	l->live++;
+}
+
+void listener_redirect_failed(struct listener *l)
+{
+	l->failed++;
+}
+
+const struct traffic *listener_closed_traffic(const struct listener *l)
+{
+	return &l->closed;
+}
+
+void listener_redirect_closed(struct listener *l, const struct traffic *moved)
+{
+	traffic_add(&l->closed, moved);
 	l->live--;
 	if (l->rc->listen.max_children && l->live + 1 == l->rc->listen.max_children)
 		accepting(l, true);

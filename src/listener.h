@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "traffic.h"
 
 struct daemon;
 struct dgram_forwarder;
@@ -27,15 +28,13 @@ struct listener {
 	bool userspace;		       /* its redirects run in the daemon, not the kernel */
 	char where[160];	       /* for the log: its path, or VSOCK-LISTEN:PORT etc. */
 	char userspace_why[160];
+	sd_event_source *retry; /* accepting again after running out of file descriptors */
+	/* Written by listener.c alone; redirects report through listener_redirect_*(). */
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */
 	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */
-	sd_event_source *retry; /* accepting again after running out of file descriptors */
 	size_t live;
-	/* Moved by redirects of this listener that have closed, per direction. */
-	uint64_t closed_bytes[2];
-	bool closed_uncounted[2]; /* a closed redirect moved bytes this way that nobody counted */
-	uint64_t closed_packets[2];
+	struct traffic closed; /* moved by its redirects that have closed */
 };
 
 /* Open the section's socket (or take the one systemd passed) and serve it. */
@@ -68,7 +67,13 @@ struct listener *listener_placeholder(struct daemon *d, const char *section);
 /* A reload changed max-children: accept again, or stop, as the new limit says. */
 void listener_limit_changed(struct listener *l);
 
-/* One of l's redirects has gone. */
-void listener_redirect_closed(struct listener *l);
+/* A redirect of l's exists (accepted, or taken back from the previous instance). */
+void listener_redirect_opened(struct listener *l);
+/* Its set-up failed (target refused or timed out, no slot): it closes next. */
+void listener_redirect_failed(struct listener *l);
+/* One of l's redirects has gone, having moved this much. */
+void listener_redirect_closed(struct listener *l, const struct traffic *moved);
+/* What l's closed redirects moved. */
+const struct traffic *listener_closed_traffic(const struct listener *l);
 
 #endif

@@ -122,11 +122,6 @@ void redirect_free(struct redirect *r)
 		return;
 	memset(&info, 0, sizeof(info));
 	collect_counters(r, &info);
-	for (i = 0; i < VSOCKMAP_NR_DIRS; i++) {
-		r->l->closed_bytes[i] += info.bytes[i];
-		r->l->closed_packets[i] += info.packets[i];
-		r->l->closed_uncounted[i] |= info.uncounted[i];
-	}
 	log_vsock_discard(r);
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
@@ -143,7 +138,7 @@ void redirect_free(struct redirect *r)
 	}
 	if (r->has_slot)
 		dataplane_slot_free(r->d->dp, r->slot);
-	listener_redirect_closed(r->l);
+	listener_redirect_closed(r->l, &info.moved);
 	if (events.dispatching) {
 		/* The batch may still hold events for it: free() it once the batch is done. */
 		r->dead = true;
@@ -218,12 +213,12 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 	int dir;
 
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-		info->bytes[dir] = r->dir[dir].user_bytes;
-		info->packets[dir] = r->dir[dir].user_packets;
+		info->moved.bytes[dir] = r->dir[dir].user_bytes;
+		info->moved.packets[dir] = r->dir[dir].user_packets;
 		if (kernel) {
-			info->bytes[dir] += c[dir].bytes;
-			info->packets[dir] += c[dir].packets;
-			info->uncounted[dir] = !dataplane_counted(r->d->dp, r->slot, dir);
+			info->moved.bytes[dir] += c[dir].bytes;
+			info->moved.packets[dir] += c[dir].packets;
+			info->moved.uncounted[dir] = !dataplane_counted(r->d->dp, r->slot, dir);
 		}
 	}
 }
@@ -421,7 +416,7 @@ static void redirect_fail(struct redirect *r, int err, const char *what)
 {
 	char target[160];
 
-	r->l->failed++;
+	listener_redirect_failed(r->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
 	redirect_free(r);
@@ -1057,8 +1052,8 @@ static void log_closed(struct redirect *r)
 	redirect_log(r, LOG_DEBUG,
 		     "closed after %" PRIu64 " ms; bytes out %" PRIu64 " (%" PRIu64
 		     " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
-		     info.age_usec / USEC_PER_MSEC, info.bytes[VSOCKMAP_DIR_TO_TARGET],
-		     r->dir[CLIENT].user_bytes, info.bytes[VSOCKMAP_DIR_TO_CLIENT],
+		     info.age_usec / USEC_PER_MSEC, info.moved.bytes[VSOCKMAP_DIR_TO_TARGET],
+		     r->dir[CLIENT].user_bytes, info.moved.bytes[VSOCKMAP_DIR_TO_CLIENT],
 		     r->dir[TARGET].user_bytes);
 }
 
@@ -1138,7 +1133,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	if (r->has_slot && !dataplane_counted(r->d->dp, r->slot, CLIENT))
 		return false;
 	redirect_get_info(r, &info, false);
-	moved = info.bytes[CLIENT] + info.bytes[TARGET];
+	moved = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
 	if (moved != r->idle_bytes || !r->idle_since_usec) {
 		r->idle_bytes = moved;
 		r->idle_since_usec = now;
@@ -1229,7 +1224,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		d->redirects->prev = r;
 	d->redirects = r;
 	d->n_redirects++;
-	l->live++;
+	listener_redirect_opened(l);
 	read_client_identity(r);
 	return r;
 }
@@ -1244,7 +1239,6 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 	r = redirect_new(d, l, daemon_next_id(d), client_fd, -1);
 	if (!r)
 		return -ENOMEM;
-	l->accepted++;
 
 	timeout_ms = target->connect_timeout_ms ?: d->cfg.daemon.connect_timeout_ms;
 	r->connect_deadline_usec = r->started_usec + timeout_ms * USEC_PER_MSEC;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "traffic.h"
 #include "vsockmap.h"
 
 struct daemon;
@@ -26,11 +27,7 @@ struct redirect_info {
 	struct ucred client;			/* pid 0: unknown */
 	char comm[32];
 	uint64_t age_usec;
-	uint64_t bytes[VSOCKMAP_NR_DIRS];
-	uint64_t packets[VSOCKMAP_NR_DIRS];
-	/* The kernel carried this way under the verdict that counts nothing: bytes, packets
-	 * only say what the daemon carried. */
-	bool uncounted[VSOCKMAP_NR_DIRS];
+	struct traffic moved;
 	uint64_t cookie[2]; /* socket cookies: [0] client side, [1] target side; 0 if none */
 	/* Kernel queues, when the queue iterator is loaded (has_queues). */
 	bool has_queues;

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "redirect.h"
 #include "service.h"
+#include "traffic.h"
 #include "util.h"
 
 /* A socket systemd passed: LISTEN_FDS counts them from SD_LISTEN_FDS_START. */
@@ -302,38 +303,14 @@ static void format_bytes(uint64_t bytes, char *buf, size_t len)
 
 void service_status_text(struct daemon *d, char *buf, size_t len)
 {
-	struct redirect_info info;
-	struct redirect *r;
-	bool uncounted = false;
-	uint64_t bytes = 0;
+	struct traffic all = {};
 	char moved[32];
-	size_t i;
-	int dir;
 
-	for (i = 0; i < d->n_listeners; i++) {
-		struct listener *l = d->listeners[i];
-
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-			bytes += l->closed_bytes[dir];
-			uncounted |= l->closed_uncounted[dir];
-		}
-		if (l->dgram) {
-			dgram_forwarder_get_info(l->dgram, &info);
-			for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
-				bytes += info.bytes[dir];
-		}
-	}
-	for (r = d->redirects; r; r = redirect_next(r)) {
-		redirect_get_info(r, &info, false);
-		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-			bytes += info.bytes[dir];
-			uncounted |= info.uncounted[dir];
-		}
-	}
-	format_bytes(bytes, moved, sizeof(moved));
+	traffic_since_start(d, NULL, &all); /* without memory: 0 B, for this once */
+	format_bytes(all.bytes[0] + all.bytes[1], moved, sizeof(moved));
 	snprintf(buf, len, "%zu listener%s, %zu live redirect%s, %s moved%s", d->n_listeners,
 		 d->n_listeners == 1 ? "" : "s", d->n_redirects, d->n_redirects == 1 ? "" : "s",
-		 moved, uncounted ? " (+ the uncounted fast path)" : "");
+		 moved, all.uncounted[0] || all.uncounted[1] ? " (+ the uncounted fast path)" : "");
 }
 
 static void send_status(struct daemon *d, const char *extra)

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "dgram_forwarder.h"
+#include "listener.h"
+#include "redirect.h"
+#include "traffic.h"
+
+static size_t listener_index(const struct daemon *d, const struct listener *l)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_listeners && d->listeners[i] != l; i++)
+		;
+	return i; /* d->n_listeners: a section a reload removed */
+}
+
+int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct traffic *all)
+{
+	struct traffic *t = calloc(d->n_listeners + 1, sizeof(*t));
+	struct redirect_info info;
+	struct redirect *r;
+	size_t i;
+
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < d->n_listeners; i++) {
+		struct listener *l = d->listeners[i];
+
+		t[i] = *listener_closed_traffic(l);
+		if (l->dgram) {
+			dgram_forwarder_get_info(l->dgram, &info);
+			traffic_add(&t[i], &info.moved);
+		}
+	}
+	for (r = d->redirects; r; r = redirect_next(r)) {
+		redirect_get_info(r, &info, false);
+		traffic_add(&t[listener_index(d, redirect_listener(r))], &info.moved);
+	}
+	memset(all, 0, sizeof(*all));
+	for (i = 0; i <= d->n_listeners; i++)
+		traffic_add(all, &t[i]);
+	if (per_listener)
+		*per_listener = t;
+	else
+		free(t);
+	return 0;
+}
