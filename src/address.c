@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,22 +118,6 @@ static const struct address_option {
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-		make_printable(err);
-	}
-	return -EINVAL;
-}
-
 static unsigned int edit_distance(const char *a, const char *b)
 {
 	unsigned int row[NAME_CMP_MAX + 1];
@@ -213,16 +196,16 @@ int address_check_path(const char *path, char *err, size_t errlen)
 	size_t len = strlen(path), i;
 
 	if (!len)
-		return set_err(err, errlen, "path is empty");
+		return invalid_input(err, errlen, "path is empty");
 	if (len >= ADDRESS_PATH_MAX)
-		return set_err(err, errlen, "path is %zu bytes, longer than sun_path's %zu", len,
+		return invalid_input(err, errlen, "path is %zu bytes, longer than sun_path's %zu", len,
 			       ADDRESS_PATH_MAX - 1);
 	for (i = 0; i < len; i++)
 		if (iscntrl((unsigned char)path[i]))
-			return set_err(err, errlen, "path contains control character 0x%02x",
+			return invalid_input(err, errlen, "path contains control character 0x%02x",
 				       (unsigned char)path[i]);
 	if (isspace((unsigned char)path[0]) || isspace((unsigned char)path[len - 1]))
-		return set_err(err, errlen, "path \"%s\" starts or ends with whitespace", path);
+		return invalid_input(err, errlen, "path \"%s\" starts or ends with whitespace", path);
 	return 0;
 }
 
@@ -258,12 +241,12 @@ static int parse_number(const char *what, const char *text, uint64_t min, uint64
 
 	r = parse_decimal(text, UINT64_MAX, val, &end);
 	if (r == -EINVAL || (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')))
-		return set_err(err, errlen, "%s \"%s\" is not a decimal number", what, text);
+		return invalid_input(err, errlen, "%s \"%s\" is not a decimal number", what, text);
 	if (*end)
-		return set_err(err, errlen, "trailing garbage \"%s\" after %s %.*s", end, what,
+		return invalid_input(err, errlen, "trailing garbage \"%s\" after %s %.*s", end, what,
 			       (int)(end - text), text);
 	if (r || *val < min || *val > max)
-		return set_err(err, errlen, "%s %s is out of range (%llu..%llu)", what, text,
+		return invalid_input(err, errlen, "%s %s is out of range (%llu..%llu)", what, text,
 			       (unsigned long long)min, (unsigned long long)max);
 	return 0;
 }
@@ -288,13 +271,13 @@ int address_parse_seconds(const char *name, const char *text, bool allow_zero, u
 			int_digits = 0;
 	}
 	if (!int_digits || *p)
-		return set_err(err, errlen, "%s \"%s\" is not a number of seconds (e.g. 5 or 0.5)",
+		return invalid_input(err, errlen, "%s \"%s\" is not a number of seconds (e.g. 5 or 0.5)",
 			       name, text);
 	if (sec > TIMEOUT_MAX_S || (sec == TIMEOUT_MAX_S && frac_ns))
-		return set_err(err, errlen, "%s %s is longer than %u seconds", name, text,
+		return invalid_input(err, errlen, "%s %s is longer than %u seconds", name, text,
 			       TIMEOUT_MAX_S);
 	if (!sec && !frac_ns && !allow_zero)
-		return set_err(err, errlen, "%s %s must be greater than 0", name, text);
+		return invalid_input(err, errlen, "%s %s must be greater than 0", name, text);
 	/* Round up so that 0.0001 s does not become "no timeout". */
 	*ms = (unsigned int)(sec * 1000 + (frac_ns + 999999) / 1000000);
 	return 0;
@@ -309,9 +292,9 @@ static int parse_mode(const char *text, mode_t *mode, char *err, size_t errlen)
 		if (v <= 07777)
 			v = v * 8 + (unsigned long)(*p - '0');
 	if (p == text || *p)
-		return set_err(err, errlen, "mode \"%s\" is not an octal number (e.g. 0660)", text);
+		return invalid_input(err, errlen, "mode \"%s\" is not an octal number (e.g. 0660)", text);
 	if (v > 07777)
-		return set_err(err, errlen, "mode %s is larger than 07777", text);
+		return invalid_input(err, errlen, "mode %s is larger than 07777", text);
 	*mode = (mode_t)v;
 	return 0;
 }
@@ -343,7 +326,7 @@ int address_parse_owner(const char *what, const char *text, uint32_t *id, char *
 	for (;;) {
 		buf = malloc(size);
 		if (!buf) {
-			set_err(err, errlen, "out of memory");
+			invalid_input(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
 		if (is_user)
@@ -361,8 +344,8 @@ int address_parse_owner(const char *what, const char *text, uint32_t *id, char *
 		return 0;
 	}
 	if (nss_not_found(r))
-		return set_err(err, errlen, "unknown %s \"%s\"", what, text);
-	return set_err(err, errlen, "cannot look up %s \"%s\": %s", what, text, strerror(r));
+		return invalid_input(err, errlen, "unknown %s \"%s\"", what, text);
+	return invalid_input(err, errlen, "cannot look up %s \"%s\": %s", what, text, strerror(r));
 }
 
 static void kinds_list(unsigned int kinds, char *buf, size_t len)
@@ -399,7 +382,7 @@ static int parse_bind(struct address *addr, char *value, char *err, size_t errle
 	}
 	addr->inet_family = strchr(value, ':') ? AF_INET6 : AF_INET;
 	if (inet_pton(addr->inet_family, value, addr->inet_addr) != 1)
-		return set_err(err, errlen,
+		return invalid_input(err, errlen,
 			       "bind=%s is not a numeric IPv4 or IPv6 address (vsockmapd does not "
 			       "resolve names)",
 			       value);
@@ -434,7 +417,7 @@ static int apply_option(struct address *addr, const struct address_option *opt, 
 		else if (!strcasecmp(value, "seqpacket"))
 			addr->sock_type = SOCK_SEQPACKET;
 		else
-			r = set_err(err, errlen,
+			r = invalid_input(err, errlen,
 				    "type \"%s\" is not supported for %s (use stream or seqpacket)",
 				    value, kind_names[addr->kind]);
 		break;
@@ -491,7 +474,7 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 			*value++ = '\0';
 		name = trim(item);
 		if (!*name)
-			return set_err(err, errlen, "empty option (stray ',')");
+			return invalid_input(err, errlen, "empty option (stray ',')");
 
 		opt = NULL;
 		for (i = 0; i < N_OPTIONS; i++) {
@@ -502,14 +485,14 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 		if (!opt) {
 			hint = address_closest_name(name, names, N_OPTIONS);
 			if (hint)
-				return set_err(err, errlen,
+				return invalid_input(err, errlen,
 					       "unknown option \"%s\" (did you mean \"%s\"?)", name,
 					       hint);
-			return set_err(err, errlen, "unknown option \"%s\"", name);
+			return invalid_input(err, errlen, "unknown option \"%s\"", name);
 		}
 		if (!(opt->kinds & KIND_BIT(addr->kind))) {
 			kinds_list(opt->kinds, applies, sizeof(applies));
-			return set_err(err, errlen,
+			return invalid_input(err, errlen,
 				       "option \"%s\" does not apply to %s (only to %s)", opt->name,
 				       kind_names[addr->kind], applies);
 		}
@@ -517,8 +500,8 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 			for (i = 0; options[i].id != opt->id; i++)
 				;
 			if (options[i].name == opt->name)
-				return set_err(err, errlen, "duplicate option \"%s\"", opt->name);
-			return set_err(err, errlen,
+				return invalid_input(err, errlen, "duplicate option \"%s\"", opt->name);
+			return invalid_input(err, errlen,
 				       "duplicate option \"%s\" (given as its alias \"%s\")",
 				       options[i].name, opt->name);
 		}
@@ -526,7 +509,7 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 
 		if (!opt->takes_value) {
 			if (value)
-				return set_err(err, errlen, "option \"%s\" takes no value",
+				return invalid_input(err, errlen, "option \"%s\" takes no value",
 					       opt->name);
 			addr->fork |= opt->id == OPT_FORK;
 			addr->reuseaddr |= opt->id == OPT_REUSEADDR;
@@ -535,7 +518,7 @@ static int parse_options(struct address *addr, char *text, char *err, size_t err
 		}
 		value = value ? trim(value) : NULL;
 		if (!value || !*value)
-			return set_err(err, errlen, "option \"%s\" needs a value (%s=...)",
+			return invalid_input(err, errlen, "option \"%s\" needs a value (%s=...)",
 				       opt->name, opt->name);
 		r = apply_option(addr, opt, value, err, errlen);
 		if (r)
@@ -551,20 +534,20 @@ static int parse_vsock(struct address *addr, char *body, char *err, size_t errle
 	int r;
 
 	if (!*body)
-		return set_err(err, errlen, "missing CID:PORT after VSOCK-CONNECT:");
+		return invalid_input(err, errlen, "missing CID:PORT after VSOCK-CONNECT:");
 	if (!port)
-		return set_err(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
+		return invalid_input(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
 	*port++ = '\0';
 	if (!*body)
-		return set_err(err, errlen, "missing CID: expected VSOCK-CONNECT:CID:PORT");
+		return invalid_input(err, errlen, "missing CID: expected VSOCK-CONNECT:CID:PORT");
 	if (!*port)
-		return set_err(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
+		return invalid_input(err, errlen, "missing port: expected VSOCK-CONNECT:CID:PORT");
 
 	r = parse_number("CID", body, 0, UINT32_MAX, &v, err, errlen);
 	if (r)
 		return r;
 	if (v == VMADDR_CID_ANY)
-		return set_err(err, errlen,
+		return invalid_input(err, errlen,
 			       "CID %s is VMADDR_CID_ANY, which only makes sense for bind(); "
 			       "a connect target needs a real CID (2 is the host)",
 			       body);
@@ -574,7 +557,7 @@ static int parse_vsock(struct address *addr, char *body, char *err, size_t errle
 	if (r)
 		return r;
 	if (v == VMADDR_PORT_ANY)
-		return set_err(err, errlen,
+		return invalid_input(err, errlen,
 			       "port %s is VMADDR_PORT_ANY, which only makes sense for bind(); "
 			       "a connect target needs a real port",
 			       port);
@@ -592,7 +575,7 @@ static int parse_tcp(struct address *addr, char *body, char *err, size_t errlen)
 	if (*host == '[') {
 		port = strchr(++host, ']');
 		if (!port || port[1] != ':')
-			return set_err(err, errlen,
+			return invalid_input(err, errlen,
 				       "expected TCP-CONNECT:[IPV6]:PORT, e.g. TCP-CONNECT:[::1]:80");
 		*port = '\0';
 		port += 2;
@@ -600,15 +583,15 @@ static int parse_tcp(struct address *addr, char *body, char *err, size_t errlen)
 	} else {
 		port = strrchr(host, ':');
 		if (!port)
-			return set_err(err, errlen,
+			return invalid_input(err, errlen,
 				       "missing port: expected TCP-CONNECT:HOST:PORT");
 		*port++ = '\0';
 		addr->inet_family = AF_INET;
 	}
 	if (!*host)
-		return set_err(err, errlen, "missing host: expected TCP-CONNECT:HOST:PORT");
+		return invalid_input(err, errlen, "missing host: expected TCP-CONNECT:HOST:PORT");
 	if (inet_pton(addr->inet_family, host, addr->inet_addr) != 1)
-		return set_err(err, errlen,
+		return invalid_input(err, errlen,
 			       "host \"%s\" is not a numeric %s address (vsockmapd does not "
 			       "resolve names)",
 			       host, addr->inet_family == AF_INET ? "IPv4" : "IPv6");
@@ -626,7 +609,7 @@ static int parse_listen_port(struct address *addr, const char *body, char *err, 
 	int r;
 
 	if (!*body)
-		return set_err(err, errlen, "missing port: expected %s:PORT",
+		return invalid_input(err, errlen, "missing port: expected %s:PORT",
 			       kind_names[addr->kind]);
 	r = parse_number("port", body, 1, vsock ? UINT32_MAX - 1 : 65535, &v, err, errlen);
 	if (!r)
@@ -645,7 +628,7 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 
 	kwlen = strcspn(text, ":,");
 	if (!kwlen)
-		return set_err(err, errlen, "missing address type before \"%s\"", text);
+		return invalid_input(err, errlen, "missing address type before \"%s\"", text);
 	for (i = 0; i < N_KEYWORDS; i++)
 		if (strlen(keywords[i].name) == kwlen &&
 		    !strncasecmp(text, keywords[i].name, kwlen))
@@ -657,11 +640,11 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 		kinds_list(~0u, supported, sizeof(supported));
 		hint = address_closest_name(text, names, N_KINDS);
 		if (hint)
-			return set_err(
+			return invalid_input(
 			    err, errlen,
 			    "unknown address type \"%s\" (did you mean \"%s\"? supported: %s)",
 			    text, hint, supported);
-		return set_err(err, errlen, "unknown address type \"%s\" (supported: %s)", text,
+		return invalid_input(err, errlen, "unknown address type \"%s\" (supported: %s)", text,
 			       supported);
 	}
 	addr->kind = kw->kind;
@@ -669,15 +652,15 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 
 	if (text[kwlen] != ':') {
 		if (kw->kind == ADDRESS_VSOCK_CONNECT)
-			return set_err(err, errlen,
+			return invalid_input(err, errlen,
 				       "missing CID:PORT: expected VSOCK-CONNECT:CID:PORT");
 		if (kw->kind == ADDRESS_TCP_CONNECT)
-			return set_err(err, errlen,
+			return invalid_input(err, errlen,
 				       "missing HOST:PORT: expected TCP-CONNECT:HOST:PORT");
 		if (!address_has_file(addr))
-			return set_err(err, errlen, "missing port: expected %s:PORT",
+			return invalid_input(err, errlen, "missing port: expected %s:PORT",
 				       kind_names[kw->kind]);
-		return set_err(err, errlen, "missing path: expected %s:PATH", kind_names[kw->kind]);
+		return invalid_input(err, errlen, "missing path: expected %s:PATH", kind_names[kw->kind]);
 	}
 	body = text + kwlen + 1;
 	opts = strchr(body, ',');
@@ -691,7 +674,7 @@ static int parse_copy(char *text, struct address *addr, char *err, size_t errlen
 	} else if (kw->kind == ADDRESS_VSOCK_LISTEN || kw->kind == ADDRESS_TCP_LISTEN) {
 		r = parse_listen_port(addr, body, err, errlen);
 	} else if (!*body) {
-		r = set_err(err, errlen, "missing path after %s:", kind_names[kw->kind]);
+		r = invalid_input(err, errlen, "missing path after %s:", kind_names[kw->kind]);
 	} else {
 		r = address_check_path(body, err, errlen);
 		if (!r)
@@ -709,10 +692,10 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
 	int r;
 
 	if (!text || !*text)
-		return set_err(err, errlen, "empty address");
+		return invalid_input(err, errlen, "empty address");
 	copy = strdup(text);
 	if (!copy) {
-		set_err(err, errlen, "out of memory");
+		invalid_input(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	r = parse_copy(copy, &addr, err, errlen);

@@ -552,24 +552,6 @@ struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32
 	return &dp->gates[idx];
 }
 
-int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
-		       struct vsockmap_counters *sum)
-{
-	uint32_t idx = slot * VSOCKMAP_NR_DIRS + dir;
-	int cpu;
-
-	if (bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu))
-		return -errno;
-	memset(sum, 0, sizeof(*sum));
-	for (cpu = 0; cpu < dp->ncpus; cpu++) {
-		sum->bytes += dp->percpu[cpu].bytes;
-		sum->packets += dp->percpu[cpu].packets;
-		sum->held_packets += dp->percpu[cpu].held_packets;
-		sum->dropped_packets += dp->percpu[cpu].dropped_packets;
-	}
-	return 0;
-}
-
 static void sum_percpu(const struct vsockmap_counters *percpu, int ncpus,
 		       struct vsockmap_counters *sum)
 {
@@ -582,6 +564,17 @@ static void sum_percpu(const struct vsockmap_counters *percpu, int ncpus,
 		sum->held_packets += percpu[cpu].held_packets;
 		sum->dropped_packets += percpu[cpu].dropped_packets;
 	}
+}
+
+int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
+		       struct vsockmap_counters *sum)
+{
+	uint32_t idx = slot * VSOCKMAP_NR_DIRS + dir;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu))
+		return -errno;
+	sum_percpu(dp->percpu, dp->ncpus, sum);
+	return 0;
 }
 
 int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* socat's command line: "vsockmapd UNIX-LISTEN:/run/x.sock,fork VSOCK-CONNECT:2:1234". */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,20 +30,6 @@ static const struct {
     {"OPENSSL", "vsockmapd does not speak TLS; keep socat for it"},
 };
 
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	make_printable(err);
-	return -EINVAL;
-}
-
 static int parse_one(const char *text, struct address *addr, char *err, size_t errlen)
 {
 	char why[320];
@@ -54,11 +39,11 @@ static int parse_one(const char *text, struct address *addr, char *err, size_t e
 		n = strlen(unsupported[i].prefix);
 		if (!strncasecmp(text, unsupported[i].prefix, n) &&
 		    (unsupported[i].prefix[n - 1] == ':' || !text[n] || strchr(":,", text[n])))
-			return set_err(err, errlen, "%s: not supported: %s", text,
+			return invalid_input(err, errlen, "%s: not supported: %s", text,
 				       unsupported[i].instead);
 	}
 	if (address_parse(text, addr, why, sizeof(why)))
-		return set_err(err, errlen, "%s: %s", text, why);
+		return invalid_input(err, errlen, "%s: %s", text, why);
 	return 0;
 }
 
@@ -84,7 +69,7 @@ int config_from_addresses(const char *a, const char *b, struct config *out, char
 		listen = &second;
 		connect = &first;
 	} else {
-		return set_err(err, errlen,
+		return invalid_input(err, errlen,
 			       "%s and %s: one address must listen (UNIX-LISTEN, UNIX-RECV, "
 			       "VSOCK-LISTEN, TCP-LISTEN) and the other connect (UNIX-CONNECT, "
 			       "VSOCK-CONNECT, TCP-CONNECT)",

@@ -264,8 +264,10 @@ static int find_redirect(struct daemon *d, const char *command, struct json_obje
 	if (r < 0)
 		return r;
 	for_each_redirect(d, find_one, c);
-	if (!c->l)
-		return set_error(error_text, ENOENT, "no redirect with id %" PRIu64, c->id);
+	if (!c->l) {
+		set_error(error_text, ENOENT, "no redirect with id %" PRIu64, c->id);
+		return -ENOENT; /* and 0 only with c->l set */
+	}
 	return 0;
 }
 
@@ -290,6 +292,7 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 {
 	struct json_object *snapshot;
 	struct find_ctx c;
+	const char *name;
 	int r;
 
 	r = find_redirect(d, "close", request, &c, error_text);
@@ -300,11 +303,11 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 				 "redirect %" PRIu64 " is the datagram listener [%s]; it closes "
 				 "with the daemon",
 				 c.id, c.l->rc->name);
+	name = c.l->rc->name;
 	log_fields(LOG_INFO,
-		   LOG_CTX(.redirect = c.l->rc->name, .redirect_id = c.id,
-			   .client_pid = c.info.client.pid),
-		   "[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", c.l->rc->name,
-		   c.id, (unsigned int)peer->uid, (int)peer->pid);
+		   LOG_CTX(.redirect = name, .redirect_id = c.id, .client_pid = c.info.client.pid),
+		   "[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", name, c.id,
+		   (unsigned int)peer->uid, (int)peer->pid);
 	/* The snapshot first: redirect_request_close() may free the redirect at once. */
 	snapshot = redirect_json(&c.info, c.l->rc);
 	add_string(snapshot, "state", "closing");
@@ -364,8 +367,7 @@ static int cmd_listeners(struct daemon *d, const struct control_peer *peer,
 		add_string(o, "name", l->rc->name);
 		add_address(o, "listen", &l->rc->listen);
 		add_string(o, "type", is_dgram(l) ? "dgram" : "stream");
-		add_string(o, "path",
-			   address_has_file(&l->rc->listen) ? l->rc->listen.path : NULL);
+		add_string(o, "path", address_has_file(&l->rc->listen) ? l->rc->listen.path : NULL);
 		/* What is on disk now, not what was configured: someone may have changed it. */
 		ok = address_has_file(&l->rc->listen) && stat(l->rc->listen.path, &st) == 0;
 		add(o, "mode", ok ? mode_string(st.st_mode) : NULL);
@@ -460,9 +462,10 @@ static struct json_object *signal_error(const struct dataplane_features *f, enum
 	return f->drain == which ? NULL : json_object_new_string(dataplane_signal_why(err));
 }
 
-static const char *const drain_names[] = {
-    [DRAIN_AUTO] = "auto", [DRAIN_PROBE] = "probe", [DRAIN_ITERATOR] = "iterator",
-    [DRAIN_TIMED] = "timed"};
+static const char *const drain_names[] = {[DRAIN_AUTO] = "auto",
+					  [DRAIN_PROBE] = "probe",
+					  [DRAIN_ITERATOR] = "iterator",
+					  [DRAIN_TIMED] = "timed"};
 
 static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		      struct json_object *request, struct json_object *response, char **error_text)

@@ -191,20 +191,28 @@ int cmd_close(int argc, char **argv)
 
 /* ---- listeners, stats, status ------------------------------------------------------------ */
 
-int cmd_listeners(int argc, char **argv)
+/* A command with no options or arguments whose answer's member key has the given type. */
+static int query_and_print(int argc, char **argv, const char *command, json_type type,
+			   int (*print)(struct json_object *payload, FILE *out), const char *what)
 {
-	struct json_object *listeners;
+	struct json_object *payload;
 	int first, ret;
 
 	ret = simple_options(argc, argv, 0, &first);
 	if (ret >= 0)
 		return ret;
-	ret = call_daemon("listeners", NULL, "listeners", json_type_array, &listeners);
+	ret = call_daemon(command, NULL, command, type, &payload);
 	if (ret)
 		return ret;
-	ret = print_payload(listeners, print_listeners, "the listeners");
-	json_object_put(listeners);
+	ret = print_payload(payload, print, what);
+	json_object_put(payload);
 	return ret;
+}
+
+int cmd_listeners(int argc, char **argv)
+{
+	return query_and_print(argc, argv, "listeners", json_type_array, print_listeners,
+			       "the listeners");
 }
 
 static int stats_option(int c, const char *arg, void *ctx)
@@ -246,18 +254,7 @@ int cmd_stats(int argc, char **argv)
 
 int cmd_status(int argc, char **argv)
 {
-	struct json_object *status;
-	int first, ret;
-
-	ret = simple_options(argc, argv, 0, &first);
-	if (ret >= 0)
-		return ret;
-	ret = call_daemon("status", NULL, "status", json_type_object, &status);
-	if (ret)
-		return ret;
-	ret = print_payload(status, print_status, "the status");
-	json_object_put(status);
-	return ret;
+	return query_and_print(argc, argv, "status", json_type_object, print_status, "the status");
 }
 
 /* ---- reload ------------------------------------------------------------------------------ */

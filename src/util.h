@@ -4,6 +4,7 @@
 #define VSOCKMAP_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -21,6 +22,13 @@ int safe_close(int fd);
  * from input cannot break a message into lines or drive a terminal.
  */
 void make_printable(char *s);
+
+/*
+ * An input error: its text, made printable, into err (if any), for the caller to show.
+ * Returns -EINVAL, so that parsers read "return invalid_input(err, errlen, ...)".
+ */
+int invalid_input(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /*
  * A value that must stand still, with a condition holding, for a while: the timed drain's

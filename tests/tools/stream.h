@@ -2,7 +2,8 @@
 /*
  * The test streams: xorshift64* keyed through splitmix64, so every seed (0 too) gives a live
  * state. Bytes are the output words, low byte first. Shared by vsm-peer and vsm-soak, which
- * must produce and check the same bytes.
+ * must produce and check the same bytes; vsm-bench's reference block is stream 0's first
+ * 64 KiB.
  */
 #ifndef VSM_STREAM_H
 #define VSM_STREAM_H

@@ -36,6 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stream.h"
+#include "tool_common.h"
+
 #define EXIT_VERIFY 1 /* a mismatch, short stream, reset, timeout or failed connection */
 #define EXIT_SYSTEM 2 /* usage error or a failed setup call */
 
@@ -43,31 +46,15 @@
 #define HEADER_SIZE   8U
 #define INDEX_BITS    48
 #define INDEX_MASK    ((UINT64_C(1) << INDEX_BITS) - 1)
-#define NSEC_PER_SEC  UINT64_C(1000000000)
-#define NSEC_PER_MSEC UINT64_C(1000000)
-#define NSEC_PER_USEC UINT64_C(1000)
 #define RETRY_NS      (20 * NSEC_PER_MSEC)
 #define MAX_EVENTS    256
 #define ECHO_BUF_SIZE 512
 /* unix_dgram_sendmsg() refuses a datagram longer than sk_sndbuf - 32 (EMSGSIZE). */
 #define DGRAM_BUFFER_SIZE (4 << 20)
 
-struct bench_addr {
-	const char *text;
-	int family;
-	int type;
-	socklen_t len;
-	union {
-		struct sockaddr sa;
-		struct sockaddr_un un;
-		struct sockaddr_in in;
-		struct sockaddr_vm vm;
-	} u;
-};
-
 struct options {
 	const char *command;
-	struct bench_addr addr;
+	struct tool_addr addr;
 	uint64_t bytes, expect, conns, parallel, count, warmup, concurrency;
 	uint64_t write_size, read_size, max_failures;
 	double timeout_s, connect_timeout_s, conn_timeout_s;
@@ -93,19 +80,6 @@ static struct options opt = {
 
 static volatile sig_atomic_t stop_signal;
 static uint8_t pattern[BLOCK_SIZE];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
 
 /* 0 means no deadline: used for --timeout. */
 static uint64_t deadline_after(double seconds)
@@ -133,18 +107,11 @@ static int ms_until(uint64_t deadline)
 
 static void pattern_init(void)
 {
-	uint64_t s = 0x9e3779b97f4a7c15ULL, w;
-	size_t i;
+	struct stream st;
 
-	for (i = 0; i < BLOCK_SIZE; i += 8) {
-		s ^= s >> 12;
-		s ^= s << 25;
-		s ^= s >> 27;
-		w = htole64(s * 0x2545f4914f6cdd1dULL);
-		memcpy(pattern + i, &w, 8);
-	}
+	stream_init(&st, 0);
+	stream_fill(&st, pattern, BLOCK_SIZE);
 }
-
 static uint64_t block_header(uint64_t id, uint64_t index)
 {
 	return htole64(id << INDEX_BITS | (index & INDEX_MASK));
@@ -226,40 +193,6 @@ static bool pattern_matches(const uint8_t *data, uint64_t id, uint64_t off, size
 
 /* ---- addresses and sockets ------------------------------------------------------------- */
 
-static int parse_number(const char *arg, uint64_t *out)
-{
-	unsigned long long value;
-	unsigned int shift = 0;
-	char *end;
-
-	if (*arg < '0' || *arg > '9')
-		return -EINVAL;
-	errno = 0;
-	value = strtoull(arg, &end, 10);
-	if (errno)
-		return -errno;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'M':
-		shift = 20;
-		break;
-	case 'G':
-		shift = 30;
-		break;
-	}
-	if (shift && !strcmp(++end, "iB"))
-		end += 2;
-	if (*end)
-		return -EINVAL;
-	if (value > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)value << shift;
-	return 0;
-}
-
 static int parse_seconds(const char *arg, double *out)
 {
 	char *end;
@@ -271,71 +204,13 @@ static int parse_seconds(const char *arg, double *out)
 	return 0;
 }
 
-static int parse_addr(const char *text, struct bench_addr *a)
-{
-	static const struct {
-		const char *prefix;
-		int family, type;
-	} kinds[] = {
-	    {"unix:", AF_UNIX, SOCK_STREAM},
-	    {"unix-dgram:", AF_UNIX, SOCK_DGRAM},
-	    {"tcp:", AF_INET, SOCK_STREAM},
-	    {"vsock:", AF_VSOCK, SOCK_STREAM},
-	};
-	char host[INET_ADDRSTRLEN];
-	const char *body, *colon;
-	uint64_t port, cid = VMADDR_CID_ANY;
-	size_t i, len;
-
-	memset(a, 0, sizeof(*a));
-	a->text = text;
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (!strncmp(text, kinds[i].prefix, strlen(kinds[i].prefix)))
-			break;
-	if (i == sizeof(kinds) / sizeof(kinds[0]))
-		return -EINVAL;
-	a->family = kinds[i].family;
-	a->type = kinds[i].type;
-	body = text + strlen(kinds[i].prefix);
-	if (a->family == AF_UNIX) {
-		len = strlen(body);
-		if (!len || len >= sizeof(a->u.un.sun_path))
-			return -ENAMETOOLONG;
-		a->u.un.sun_family = AF_UNIX;
-		memcpy(a->u.un.sun_path, body, len + 1);
-		a->len = offsetof(struct sockaddr_un, sun_path) + len + 1;
-		return 0;
-	}
-	colon = strrchr(body, ':');
-	if (!colon || (size_t)(colon - body) >= sizeof(host) || parse_number(colon + 1, &port))
-		return -EINVAL;
-	memcpy(host, body, colon - body);
-	host[colon - body] = '\0';
-	if (a->family == AF_VSOCK) {
-		if (port > UINT32_MAX ||
-		    (strcmp(host, "any") && (parse_number(host, &cid) || cid > UINT32_MAX)))
-			return -EINVAL;
-		a->u.vm.svm_family = AF_VSOCK;
-		a->u.vm.svm_cid = cid;
-		a->u.vm.svm_port = port;
-		a->len = sizeof(a->u.vm);
-		return 0;
-	}
-	if (port > UINT16_MAX || inet_pton(AF_INET, host, &a->u.in.sin_addr) != 1)
-		return -EINVAL;
-	a->u.in.sin_family = AF_INET;
-	a->u.in.sin_port = htons(port);
-	a->len = sizeof(a->u.in);
-	return 0;
-}
-
-static int report_errno(const char *call, const struct bench_addr *a, int err)
+static int report_errno(const char *call, const struct tool_addr *a, int err)
 {
 	fprintf(stderr, "vsm-bench: %s %s: %s\n", call, a->text, strerror(err));
 	return -err;
 }
 
-static int open_socket(const struct bench_addr *a, int flags)
+static int open_socket(const struct tool_addr *a, int flags)
 {
 	int fd = socket(a->family, a->type | SOCK_CLOEXEC | flags, 0), size = DGRAM_BUFFER_SIZE;
 
@@ -362,14 +237,8 @@ static int set_nonblock(int fd)
 	return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) ? -errno : 0;
 }
 
-/* vsock reports a port nobody listens on as a reset, a full unix backlog as EAGAIN. */
-static bool connect_retryable(int err)
-{
-	return err == ECONNREFUSED || err == ENOENT || err == ECONNRESET || err == EAGAIN;
-}
-
 /* A connected blocking socket, or -errno; refusals are retried until retry_until. */
-static int connect_with_retry(const struct bench_addr *a, uint64_t retry_until, bool quiet)
+static int connect_with_retry(const struct tool_addr *a, uint64_t retry_until, bool quiet)
 {
 	int fd, err;
 
@@ -411,7 +280,7 @@ static int write_ready_file(int fd)
 	return 0;
 }
 
-static int listen_socket(struct bench_addr *a)
+static int listen_socket(struct tool_addr *a)
 {
 	struct stat st;
 	int fd, one = 1;
@@ -1391,7 +1260,7 @@ static int parse_options(int argc, char **argv)
 		}
 		num = number_option(c);
 		secs = seconds_option(c);
-		if (num && parse_number(optarg, num))
+		if (num && parse_number(optarg, UINT64_MAX, num))
 			return usage_error("not a size or count", optarg);
 		if (secs && parse_seconds(optarg, secs))
 			return usage_error("not a number of seconds", optarg);

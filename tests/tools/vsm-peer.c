@@ -31,13 +31,12 @@
 #include <unistd.h>
 
 #include "stream.h"
+#include "tool_common.h"
 
 #define EXIT_VERIFY 1 /* data mismatch, short stream, reset, timeout */
 #define EXIT_SYSTEM 2 /* usage error or a failed setup call */
 
 #define UNSET	      UINT64_MAX
-#define NSEC_PER_SEC  UINT64_C(1000000000)
-#define NSEC_PER_MSEC UINT64_C(1000000)
 #define RETRY_NS      (20 * NSEC_PER_MSEC)
 #define MAX_IO_SIZE   (64U << 20)
 #define FNV_OFFSET    0xcbf29ce484222325ULL
@@ -54,22 +53,9 @@ enum server_mode { MODE_SINK, MODE_ECHO, MODE_SOURCE };
 enum after_send { AFTER_CLOSE, AFTER_SHUTDOWN, AFTER_ECHO };
 enum conn_end { END_NONE, END_CLEAN, END_RESET, END_ERROR };
 
-struct peer_addr {
-	const char *text;
-	int family;
-	int type;
-	socklen_t len;
-	union {
-		struct sockaddr sa;
-		struct sockaddr_un un;
-		struct sockaddr_in in;
-		struct sockaddr_vm vm;
-	} u;
-};
-
 struct options {
 	bool is_server;
-	struct peer_addr addr;
+	struct tool_addr addr;
 	uint64_t seed;
 	uint64_t timeout_s;
 	uint64_t read_size, write_size, msg_size;
@@ -127,19 +113,6 @@ struct peer {
 	bool timed_out;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
 static uint64_t fnv1a(uint64_t hash, const uint8_t *data, size_t len)
 {
 	while (len--) {
@@ -167,131 +140,6 @@ static const char *errno_name(int err)
 	default:
 		return "error";
 	}
-}
-
-static int parse_number(const char *arg, uint64_t max, uint64_t *out)
-{
-	unsigned long long value;
-	unsigned int shift = 0;
-	char *end;
-
-	if (*arg < '0' || *arg > '9')
-		return -EINVAL;
-	errno = 0;
-	value = strtoull(arg, &end, 10);
-	if (errno)
-		return -errno;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		shift = 10;
-		break;
-	case 'M':
-		shift = 20;
-		break;
-	case 'G':
-		shift = 30;
-		break;
-	}
-	if (shift && !strcmp(++end, "iB"))
-		end += 2;
-	if (*end)
-		return -EINVAL;
-	if (value > (max >> shift))
-		return -ERANGE;
-	*out = (uint64_t)value << shift;
-	return 0;
-}
-
-static int parse_unix_addr(const char *path, struct peer_addr *a)
-{
-	size_t len = strlen(path);
-
-	if (!len || len >= sizeof(a->u.un.sun_path))
-		return -ENAMETOOLONG;
-	a->u.un.sun_family = AF_UNIX;
-	memcpy(a->u.un.sun_path, path, len);
-	/* "@name" is an abstract name: a leading NUL and no terminating one. */
-	if (path[0] == '@')
-		a->u.un.sun_path[0] = '\0';
-	else
-		len++;
-	a->len = offsetof(struct sockaddr_un, sun_path) + len;
-	return 0;
-}
-
-/* Splits "HOST:PORT" at the last colon. */
-static int split_host_port(const char *text, char *host, size_t size, uint64_t max_port,
-			   uint64_t *port)
-{
-	const char *colon = strrchr(text, ':');
-
-	if (!colon || (size_t)(colon - text) >= size || parse_number(colon + 1, max_port, port))
-		return -EINVAL;
-	memcpy(host, text, colon - text);
-	host[colon - text] = '\0';
-	return 0;
-}
-
-static int parse_vsock_addr(const char *text, struct peer_addr *a)
-{
-	uint64_t cid = VMADDR_CID_ANY, port;
-	char host[16];
-
-	if (split_host_port(text, host, sizeof(host), UINT32_MAX, &port) ||
-	    (strcmp(host, "any") && parse_number(host, UINT32_MAX, &cid)))
-		return -EINVAL;
-	a->u.vm.svm_family = AF_VSOCK;
-	a->u.vm.svm_cid = cid;
-	a->u.vm.svm_port = port;
-	a->len = sizeof(a->u.vm);
-	return 0;
-}
-
-static int parse_tcp_addr(const char *text, struct peer_addr *a)
-{
-	char host[INET_ADDRSTRLEN];
-	uint64_t port;
-
-	if (split_host_port(text, host, sizeof(host), UINT16_MAX, &port) ||
-	    inet_pton(AF_INET, host, &a->u.in.sin_addr) != 1)
-		return -EINVAL;
-	a->u.in.sin_family = AF_INET;
-	a->u.in.sin_port = htons(port);
-	a->len = sizeof(a->u.in);
-	return 0;
-}
-
-static int parse_addr(const char *text, struct peer_addr *a)
-{
-	static const struct {
-		const char *prefix;
-		int family, type;
-	} kinds[] = {
-	    {"unix:", AF_UNIX, SOCK_STREAM},
-	    {"unix-seqpacket:", AF_UNIX, SOCK_SEQPACKET},
-	    {"unix-dgram:", AF_UNIX, SOCK_DGRAM},
-	    {"vsock:", AF_VSOCK, SOCK_STREAM},
-	    {"vsock-seqpacket:", AF_VSOCK, SOCK_SEQPACKET},
-	    {"tcp:", AF_INET, SOCK_STREAM},
-	};
-	size_t i, len;
-
-	memset(a, 0, sizeof(*a));
-	a->text = text;
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		len = strlen(kinds[i].prefix);
-		if (strncmp(text, kinds[i].prefix, len))
-			continue;
-		a->family = kinds[i].family;
-		a->type = kinds[i].type;
-		if (a->family == AF_UNIX)
-			return parse_unix_addr(text + len, a);
-		if (a->family == AF_VSOCK)
-			return parse_vsock_addr(text + len, a);
-		return parse_tcp_addr(text + len, a);
-	}
-	return -EINVAL;
 }
 
 static const char usage_text[] =
@@ -1175,13 +1023,13 @@ static void set_sndbuf(int fd, int size)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
-static int report_errno(const char *call, const struct peer_addr *a, int err)
+static int report_errno(const char *call, const struct tool_addr *a, int err)
 {
 	fprintf(stderr, "vsm-peer: %s %s: %s\n", call, a->text, strerror(err));
 	return -err;
 }
 
-static int open_socket(const struct peer_addr *a, int flags)
+static int open_socket(const struct tool_addr *a, int flags)
 {
 	int fd = socket(a->family, a->type | SOCK_CLOEXEC | flags, 0);
 
@@ -1194,14 +1042,8 @@ static int open_socket(const struct peer_addr *a, int flags)
 	return fd;
 }
 
-static bool connect_retryable(int err)
-{
-	/* vsock reports a port nobody listens on as a reset, not a refusal. */
-	return err == ECONNREFUSED || err == ENOENT || err == ECONNRESET || err == EAGAIN;
-}
-
 /* Returns a connected blocking socket or -errno, retrying refusals until retry_until. */
-static int connect_with_retry(const struct peer_addr *a, uint64_t retry_until)
+static int connect_with_retry(const struct tool_addr *a, uint64_t retry_until)
 {
 	int fd, err;
 
@@ -1244,14 +1086,14 @@ static int write_ready_file(int fd)
 	return 0;
 }
 
-static const char *unix_socket_path(const struct peer_addr *a)
+static const char *unix_socket_path(const struct tool_addr *a)
 {
 	if (a->family != AF_UNIX || !a->u.un.sun_path[0])
 		return NULL;
 	return a->u.un.sun_path;
 }
 
-static int server_listen(struct peer_addr *a)
+static int server_listen(struct tool_addr *a)
 {
 	const char *path = unix_socket_path(a);
 	struct stat st;
@@ -1329,7 +1171,7 @@ static int server_main(void)
 /* Blocking sends: a unix-dgram sender waits in the kernel while the receiver's queue is full. */
 static void client_send_dgrams(struct conn *c, uint64_t retry_until)
 {
-	const struct peer_addr *a = &opt.addr;
+	const struct tool_addr *a = &opt.addr;
 	ssize_t n;
 
 	while (c->tx_msgs < opt.dgram_count) {
