@@ -18,17 +18,17 @@
 #include "bpf_dataplane.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "gate.h"
 #include "held_read.h"
 #include "listener.h"
 #include "log.h"
 #include "sockopt.h"
+#include "target_connect.h"
 #include "util.h"
 
 #define DGRAM_BUF_SIZE (256 * 1024)
 #define BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
-/* A verdict that read the closed gate may still hold one datagram after it opens. */
-#define GATE_GRACE_USEC (50 * USEC_PER_MSEC)
 
 enum dgram_state { DG_CONNECTING, DG_SYNC, DG_ACTIVE, DG_BACKOFF };
 
@@ -46,7 +46,7 @@ struct dgram_forwarder {
 	sd_event_source *sock_io; /* EPOLLIN on the bound socket while syncing */
 	sd_event_source *timer;
 	uint64_t backoff_usec;
-	uint64_t connect_deadline_usec;
+	struct timed_connect connect;
 	uint64_t opened_usec;
 	char *buf;
 	size_t pending; /* a datagram read from the socket, not yet taken by a target */
@@ -92,7 +92,7 @@ static void watch_target(struct dgram_forwarder *f, uint32_t events)
 static void drop_target(struct dgram_forwarder *f)
 {
 	if (f->gp) {
-		__atomic_store_n(&f->gate->open, 0, __ATOMIC_RELEASE);
+		gate_close(f->gate);
 		dgram_plane_set_target(f->gp, 0);
 		if (f->target_fd >= 0 && !f->userspace)
 			dataplane_remove(f->d->dp, f->target_cookie);
@@ -137,11 +137,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
 
 static void dial(struct dgram_forwarder *f)
 {
-	const struct address *target = &f->l->rc->connect;
-	unsigned int timeout_ms = target->connect_timeout_ms ?: f->d->cfg.daemon.connect_timeout_ms;
 	int in_progress, err;
 
-	f->target_fd = target_connect_start(target, &in_progress);
+	f->target_fd = timed_connect_start(&f->connect, &f->l->rc->connect,
+					   f->d->cfg.daemon.connect_timeout_ms, now_usec(),
+					   &in_progress);
 	if (f->target_fd < 0) {
 		err = f->target_fd;
 		f->target_fd = -1;
@@ -154,8 +154,7 @@ static void dial(struct dgram_forwarder *f)
 		return;
 	}
 	f->state = DG_CONNECTING;
-	f->connect_deadline_usec = now_usec() + timeout_ms * USEC_PER_MSEC;
-	set_timer(f, f->connect_deadline_usec);
+	set_timer(f, f->connect.deadline_usec);
 }
 
 /* Send the datagram in buf to the target. 1: sent, 0: target full, -errno: target broken. */
@@ -198,7 +197,7 @@ static ssize_t read_held(struct dgram_forwarder *f)
 		while (n < 0 && errno == EINTR);
 		return n < 0 ? -errno : n;
 	}
-	held = __atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE);
+	held = gate_held(f->gate);
 	/*
 	 * Datagrams queued before the socket entered its sockhash never met the verdict. Only a
 	 * socket systemd passed can have them: the daemon's own is renamed into place after it
@@ -277,14 +276,11 @@ static void sync_held(struct dgram_forwarder *f)
 		f->backoff_usec = 0;
 		return;
 	}
-	if (!f->gate->open || f->gate->released != f->held_taken) {
-		__atomic_store_n(&f->gate->released, f->held_taken, __ATOMIC_RELEASE);
-		__atomic_store_n(&f->gate->open, 1, __ATOMIC_RELEASE);
+	if (gate_release(f->gate, f->held_taken))
 		f->opened_usec = now_usec();
-	}
-	if (now_usec() - f->opened_usec < GATE_GRACE_USEC) {
+	if (now_usec() - f->opened_usec < GATE_VERDICT_GRACE_USEC) {
 		watch_socket(f, true);
-		set_timer(f, f->opened_usec + GATE_GRACE_USEC);
+		set_timer(f, f->opened_usec + GATE_VERDICT_GRACE_USEC);
 		return;
 	}
 	watch_socket(f, false);
@@ -297,8 +293,7 @@ static void on_connected(struct dgram_forwarder *f)
 	char target[160];
 	int err;
 
-	err = socket_error(f->target_fd);
-	err = err ?: socket_cookie(f->target_fd, &f->target_cookie);
+	err = socket_cookie(f->target_fd, &f->target_cookie);
 	if (err) {
 		retry_later(f, err, "connect");
 		return;
@@ -345,17 +340,18 @@ static bool target_gone(struct dgram_forwarder *f)
 
 static void dgram_step(struct dgram_forwarder *f)
 {
-	struct pollfd pfd = { .fd = f->target_fd, .events = POLLOUT };
+	int err;
 
 	switch (f->state) {
 	case DG_BACKOFF:
 		dial(f);
 		return;
 	case DG_CONNECTING:
-		if (poll(&pfd, 1, 0) > 0)
+		err = timed_connect_check(&f->connect, f->target_fd, now_usec());
+		if (err > 0)
 			on_connected(f);
-		else if (now_usec() >= f->connect_deadline_usec)
-			retry_later(f, -ETIMEDOUT, "connect");
+		else if (err < 0)
+			retry_later(f, err, "connect");
 		return;
 	case DG_SYNC:
 	case DG_ACTIVE:
@@ -488,7 +484,7 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 	/* A unix dgram socket's SIOCINQ is the length of its next datagram: 0 when none. */
 	if (f->userspace)
 		return socket_inq(f->l->fd) == 0;
-	if (__atomic_load_n(&f->gate->held, __ATOMIC_ACQUIRE) != f->held_taken)
+	if (gate_held(f->gate) != f->held_taken)
 		return false;
 	/* Redirected, still in the target's psock backlog: closing the target would free it. */
 	err = dataplane_queue_info(f->d->dp, f->target_fd, f->target_cookie, epoch, now_usec(),

@@ -16,6 +16,7 @@
 #include "peer_access.h"
 #include "redirect.h"
 #include "service.h"
+#include "listen_socket.h"
 #include "sockopt.h"
 #include "util.h"
 

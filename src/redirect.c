@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "gate.h"
 #include "held_read.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
 #include "redirect_internal.h"
 #include "sockopt.h"
+#include "target_connect.h"
 #include "util.h"
 
 #define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
@@ -24,8 +26,6 @@
 #define HELD_POLL_USEC (1 * USEC_PER_MSEC)
 /* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
 #define STALL_USEC (20 * USEC_PER_MSEC)
-/* A verdict that read the gate a moment ago has finished this long after. */
-#define VERDICT_GRACE_USEC (20 * USEC_PER_MSEC)
 
 static void redirect_step(struct redirect *r);
 
@@ -469,22 +469,16 @@ static int link_pair(struct redirect *r)
 		return err;
 	r->ep[TARGET].in_map = true;
 	/* Open from the start: the verdict passes data up only if the target left the map. */
-	__atomic_store_n(&dataplane_gate(d->dp, r->slot, VSOCKMAP_DIR_TO_TARGET)->open, 1,
-			 __ATOMIC_RELEASE);
+	gate_release(dataplane_gate(d->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
 	return 0;
 }
 
-/* check_error: the connect finished asynchronously (a synchronous one already succeeded). */
-static void on_connected(struct redirect *r, bool check_error)
+/* The target is connected: join the pair. */
+static void on_connected(struct redirect *r)
 {
 	int err;
 
 	r->connecting = false;
-	err = check_error ? socket_error(r->ep[TARGET].fd) : 0;
-	if (err) {
-		redirect_fail(r, err, "connect");
-		return;
-	}
 	err = link_pair(r);
 	if (err) {
 		redirect_fail(r, err,
@@ -603,11 +597,10 @@ insert:
 	}
 }
 
-static void gate_set(struct redirect *r, int src, bool open)
+/* The gate of direction src closes: from now on the verdict holds what it sees. */
+static void gate_close_dir(struct redirect *r, int src)
 {
-	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
-
-	__atomic_store_n(&gate->open, open, __ATOMIC_RELEASE);
+	gate_close(dataplane_gate(r->d->dp, r->slot, src));
 	r->dir[src].gate_usec = now_usec();
 }
 
@@ -656,7 +649,7 @@ static void dir_check_left_behind(struct redirect *r, int src)
 		dir->left_verdicts = runs;
 		return;
 	}
-	gate_set(r, src, false);
+	gate_close_dir(r, src);
 	dir->drain_started_usec = 0;
 	dir->state = DIR_SWEEP;
 }
@@ -711,7 +704,7 @@ static bool dir_drained(struct redirect *r, int src)
 	 * second; fastpath=permanent pays it). The verdict counts a
 	 * redirect before the kernel queues the skb, both within the sender's send(), and
 	 * every send of the client's has returned by the time its EOF is seen (the same
-	 * assumption as the pass below; a sweep waits out VERDICT_GRACE_USEC first).
+	 * assumption as the pass below; a sweep waits out GATE_VERDICT_GRACE_USEC first).
 	 */
 	if (counted && !dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
 		return true;
@@ -770,7 +763,7 @@ static void dir_sweep(struct redirect *r, int src)
 	ssize_t n = 0;
 	char *buf;
 
-	if (now_usec() - dir->gate_usec < VERDICT_GRACE_USEC || !dir_drained(r, src))
+	if (now_usec() - dir->gate_usec < GATE_VERDICT_GRACE_USEC || !dir_drained(r, src))
 		return;
 	/*
 	 * The wait is over: a later drain (EOF) starts its own clock and needs its own pass.
@@ -781,7 +774,7 @@ static void dir_sweep(struct redirect *r, int src)
 	if (!flush_buf(r, src))
 		return; /* the read below reuses the buffer */
 	gate = dataplane_gate(r->d->dp, r->slot, src);
-	held = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	held = gate_held(gate);
 	q = socket_inq(r->ep[src].fd);
 	if (held != dir->held_taken) {
 		/*
@@ -844,7 +837,7 @@ static ssize_t forward_held(struct redirect *r, int src)
 
 	if (!flush_buf(r, src))
 		return -EAGAIN;
-	if (dir->held_taken == __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE))
+	if (dir->held_taken == gate_held(gate))
 		return peer_shut_down(fd) ? 0 : -EAGAIN;
 	if (!dir_buf(dir))
 		return -ENOMEM;
@@ -888,7 +881,7 @@ static bool held_owed_expired(struct redirect *r, int src)
 	}
 	if (now - dir->held_wait_usec <= r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC)
 		return false;
-	held = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	held = gate_held(gate);
 	redirect_log(r, LOG_WARNING,
 		     "%" PRIu64 " bytes the verdict passed up never became "
 		     "readable in %u ms; the client's last bytes are lost",
@@ -921,12 +914,11 @@ static void dir_catchup(struct redirect *r, int src)
 		if (n < 0)
 			break;
 	}
-	if (!gate->open || gate->released != dir->held_taken) {
-		__atomic_store_n(&gate->released, dir->held_taken, __ATOMIC_RELEASE);
-		gate_set(r, src, true);
+	if (gate_release(gate, dir->held_taken)) {
+		dir->gate_usec = now_usec();
 		return;
 	}
-	if (now_usec() - dir->gate_usec >= VERDICT_GRACE_USEC)
+	if (now_usec() - dir->gate_usec >= GATE_VERDICT_GRACE_USEC)
 		dir_set_open(dir);
 }
 
@@ -1063,13 +1055,12 @@ static void redirect_step(struct redirect *r)
 	int i, err;
 
 	if (r->connecting) {
-		struct pollfd pfd = {.fd = r->ep[TARGET].fd, .events = POLLOUT};
-
-		if (poll(&pfd, 1, 0) > 0)
-			on_connected(r, true);
-		else if (now_usec() >= r->connect_deadline_usec)
-			redirect_fail(r, -ETIMEDOUT, "connect");
-		else if ((err = arm_timer(r, r->connect_deadline_usec)) < 0)
+		err = timed_connect_check(&r->connect, r->ep[TARGET].fd, now_usec());
+		if (err > 0)
+			on_connected(r);
+		else if (err < 0)
+			redirect_fail(r, err, "connect");
+		else if ((err = arm_timer(r, r->connect.deadline_usec)) < 0)
 			redirect_fail(r, err, "a timer for the connect to");
 		return;
 	}
@@ -1105,7 +1096,7 @@ static void redirect_step(struct redirect *r)
 		else if (r->dir[i].state == DIR_CATCHUP && r->dir[i].held_in_flight)
 			t = now + HELD_POLL_USEC;
 		else if (r->dir[i].state == DIR_CATCHUP)
-			t = r->dir[i].gate_usec + VERDICT_GRACE_USEC;
+			t = r->dir[i].gate_usec + GATE_VERDICT_GRACE_USEC;
 		else if (r->dir[i].state == DIR_OPEN && r->dir[i].left_behind)
 			t = r->dir[i].left_check_usec;
 		if (dir_pending(&r->dir[i]) && r->dir[i].retry_usec > now &&
@@ -1166,7 +1157,7 @@ void redirect_request_close(struct redirect *r)
 	 * before that verdict is done. The client's own EOF needs no such wait: every send
 	 * of its had returned.
 	 */
-	r->dir[CLIENT].drain_not_before_usec = now_usec() + VERDICT_GRACE_USEC;
+	r->dir[CLIENT].drain_not_before_usec = now_usec() + GATE_VERDICT_GRACE_USEC;
 	r->stop_reading_target = true;
 	r->close_after_drain = true;
 	if (r->dir[CLIENT].state == DIR_OPEN)
@@ -1231,29 +1222,26 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 
 int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 {
-	const struct address *target = &l->rc->connect;
-	unsigned int timeout_ms;
 	struct redirect *r;
 	int in_progress, err;
 
 	r = redirect_new(d, l, daemon_next_id(d), client_fd, -1);
 	if (!r)
 		return -ENOMEM;
-
-	timeout_ms = target->connect_timeout_ms ?: d->cfg.daemon.connect_timeout_ms;
-	r->connect_deadline_usec = r->started_usec + timeout_ms * USEC_PER_MSEC;
-	r->ep[TARGET].fd = target_connect_start(target, &in_progress);
+	r->ep[TARGET].fd = timed_connect_start(&r->connect, &l->rc->connect,
+					       d->cfg.daemon.connect_timeout_ms, r->started_usec,
+					       &in_progress);
 	if (r->ep[TARGET].fd < 0) {
 		err = r->ep[TARGET].fd;
 		goto fail;
 	}
 	/* A unix target connects at once: no connect timer, and the io sources come later. */
 	if (!in_progress) {
-		on_connected(r, false);
+		on_connected(r);
 		return 0;
 	}
 	r->connecting = true;
-	err = arm_timer(r, r->connect_deadline_usec);
+	err = arm_timer(r, r->connect.deadline_usec);
 	err = err ?: update_io(r);
 	if (err < 0)
 		goto fail;
@@ -1302,9 +1290,7 @@ bool redirect_settle(struct redirect *r, const char **why)
 	if (c->state == DIR_DONE || r->userspace)
 		return true;
 	gate = dataplane_gate(r->d->dp, r->slot, CLIENT);
-	if (__atomic_load_n(&gate->open, __ATOMIC_ACQUIRE) &&
-	    __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE) == c->held_taken &&
-	    __atomic_load_n(&gate->released, __ATOMIC_ACQUIRE) == c->held_taken)
+	if (gate_settled(gate, c->held_taken))
 		return true;
 	*why = "client bytes held by the verdict";
 	return false;
@@ -1358,7 +1344,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 		}
 	}
 	gate = dataplane_gate(d->dp, slot, CLIENT);
-	r->dir[CLIENT].held_taken = __atomic_load_n(&gate->held, __ATOMIC_ACQUIRE);
+	r->dir[CLIENT].held_taken = gate_held(gate);
 	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;
 	r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
 	redirect_log(r, LOG_DEBUG, "taken back from the previous instance");

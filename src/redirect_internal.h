@@ -15,6 +15,7 @@
 #include <systemd/sd-event.h>
 
 #include "listener.h"
+#include "target_connect.h"
 #include "log.h"
 #include "util.h"
 #include "vsockmap.h"
@@ -98,7 +99,7 @@ struct redirect {
 	bool wants_pass;    /* on events.wants_pass: step again after the batch's pass */
 	struct redirect *next_wants_pass;
 	uint64_t started_usec;
-	uint64_t connect_deadline_usec;
+	struct timed_connect connect;
 	struct ucred cred;
 	char comm[32];
 };

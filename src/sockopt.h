@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Socket set-up for the daemon: listeners, non-blocking connects, buffer sizes, cookies. */
+/* Options and queries on one socket: buffer sizes, errors, cookies, queue lengths. */
 #ifndef VSOCKMAP_SOCKOPT_H
 #define VSOCKMAP_SOCKOPT_H
 
@@ -9,31 +9,8 @@
 
 #include "address.h"
 
-/*
- * Bind a unix socket of the address's type at its path: create the parent directory, replace
- * a stale socket file only if nothing answers on it. The file is left mode 0600 until
- * unix_listener_publish(). Stream sockets also listen. Returns the fd or -errno; *why names
- * the failing step for the log.
- */
-int unix_listener_open(const struct address *addr, const char **why);
-
-/* A VSOCK-LISTEN (any CID) or TCP-LISTEN socket, listening. The fd or -errno, *why as above. */
-int net_listener_open(const struct address *addr, const char **why);
-
 /* rcvbuf= and sndbuf= of addr, if given, on a connection's socket. */
 void socket_set_bufs(int fd, const struct address *addr);
-
-/*
- * Give the socket file its configured owner, group and mode, so clients may connect. A
- * datagram socket's file, bound under a private name, moves to its path only now.
- */
-int unix_listener_publish(const struct address *addr, const char **why);
-
-/* Remove the socket file, under whichever name it has. */
-void unix_listener_unlink(const struct address *addr);
-
-/* Start a non-blocking connect to a target. Returns the fd (connected or in progress). */
-int target_connect_start(const struct address *addr, int *in_progress);
 
 /* SO_ERROR of a socket whose connect finished: 0 or -errno. */
 int socket_error(int fd);
