@@ -35,9 +35,9 @@ endif
 # Modules shared by the daemon, the CLI and the unit tests.
 COMMON_SRCS	:= src/address.c src/config.c src/config_cmdline.c src/log.c src/control_proto.c src/util.c
 # The daemon's own modules.
-DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/redirect_copy.c src/listener.c \
+DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/redirect_step.c src/redirect_kernel_path.c src/redirect_events.c src/redirect_copy.c src/listener.c \
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
-		   src/sockopt.c src/socket_address.c src/listen_socket.c src/target_connect.c src/held_read.c src/daemon.c src/reload.c src/service.c \
+		   src/sockopt.c src/socket_address.c src/listen_socket.c src/target_connect.c src/held_read.c src/daemon.c src/reload.c src/service.c src/passed_fds.c src/socket_activation.c \
 		   src/handover.c src/systemd_job.c src/peer_access.c src/privileges.c src/idle_sweep.c src/fd_spare.c \
 		   src/stop_drain.c src/cgroup_self.c src/traffic.c
 CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c

@@ -84,7 +84,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * none. Internal maps (.bss) are per program and never shared.
  */
 static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
-			     dataplane_stored_map_fn stored)
+			     const struct dataplane_stored_maps *stored)
 {
 	int fds[16], n = 0, i, err = 0;
 	struct bpf_map *map;
@@ -95,7 +95,7 @@ static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
 			continue;
 		if (n == (int)(sizeof(fds) / sizeof(fds[0])))
 			return -E2BIG;
-		fds[n] = stored(bpf_map__name(map));
+		fds[n] = stored->fd(stored->ctx, bpf_map__name(map));
 		all = all && fds[n] >= 0;
 		n++;
 	}
@@ -120,7 +120,7 @@ static int reuse_stored_maps(struct dataplane *dp, struct vsockmap_bpf *skel,
  * none (DRAIN_TIMED); with one, fastpath=permanent if asked for.
  */
 static int skel_load(struct dataplane *dp, enum drain_mode signal, bool permanent,
-		     dataplane_stored_map_fn stored)
+		     const struct dataplane_stored_maps *stored)
 {
 	struct vsockmap_bpf *skel;
 	int err;
@@ -246,7 +246,7 @@ static void unload(struct dataplane *dp)
  * stays in the features, for the log and vsockmapctl status.
  */
 static int load_with_drain_signal(struct dataplane *dp, enum drain_mode mode, bool permanent,
-				  dataplane_stored_map_fn stored)
+				  const struct dataplane_stored_maps *stored)
 {
 	int err = -ECANCELED; /* not asked for */
 
@@ -284,7 +284,7 @@ static int load_with_drain_signal(struct dataplane *dp, enum drain_mode mode, bo
 }
 
 int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
-		   dataplane_stored_map_fn stored)
+		   const struct dataplane_stored_maps *stored)
 {
 	struct dataplane *dp;
 	int err;

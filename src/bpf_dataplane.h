@@ -39,8 +39,11 @@ static inline bool dataplane_exact_drain(const struct dataplane_features *f)
 	return f->drain == DRAIN_PROBE || f->drain == DRAIN_ITERATOR;
 }
 
-/* The fd of a map NAME stored by a previous instance (the caller's copy), or -ENOENT. */
-typedef int (*dataplane_stored_map_fn)(const char *name);
+/* Where a previous instance's maps are: fd() gives map NAME's (the caller's copy), or -ENOENT. */
+struct dataplane_stored_maps {
+	int (*fd)(void *ctx, const char *name);
+	void *ctx;
+};
 
 /*
  * stored: NULL, or where to look for a previous instance's maps to load on top of.
@@ -48,7 +51,7 @@ typedef int (*dataplane_stored_map_fn)(const char *name);
  * nothing is counted); dataplane_features() says what is in force.
  */
 int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
-		   dataplane_stored_map_fn stored);
+		   const struct dataplane_stored_maps *stored);
 /* Loaded on top of every map a previous instance stored: its redirects can go on. */
 bool dataplane_maps_reused(const struct dataplane *dp);
 /* Calls fn for each map of the object (not its internal .bss), with the daemon's fd. */

@@ -15,6 +15,8 @@
 #include "dgram_forwarder.h"
 #include "fd_spare.h"
 #include "handover.h"
+#include "passed_fds.h"
+#include "socket_activation.h"
 #include "idle_sweep.h"
 #include "listener.h"
 #include "log.h"
@@ -124,8 +126,8 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	}
 	/* On top of the maps a previous instance stored, if any (handover.c). */
 	err = dataplane_open(&d->dp, opts->drain_mode, d->cfg.daemon.fastpath == FASTPATH_PERMANENT,
-			     handover_map_fd);
-	err = err ?: handover_reserve_slots(dataplane_slot_reserve_cb, d->dp);
+			     &(struct dataplane_stored_maps){.fd = handover_map_fd, .ctx = d});
+	err = err ?: handover_reserve_slots(d, dataplane_slot_reserve_cb, d->dp);
 	if (!err) {
 		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
 		log_datapath(d);
@@ -220,6 +222,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	int err;
 
 	memset(d, 0, sizeof(*d));
+	redirect_loop_init(&d->redirect_loop);
 	fd_spare_init(); /* without it, running out of descriptors only pauses accepting */
 	d->started_usec = now_usec();
 	err = load_config(d, opts, err_text, sizeof(err_text));
@@ -239,7 +242,12 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	}
 	log_set_level(d->cfg.daemon.log_level);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
-	err = service_fds_collect(&d->cfg);
+	err = passed_fds_collect(&d->passed);
+	if (err < 0) {
+		log_errno(LOG_ERR, err, "reading the sockets passed by systemd (LISTEN_FDS)");
+		goto out;
+	}
+	err = socket_activation_check(&d->passed, &d->cfg);
 	if (err)
 		goto out;
 	err = sd_event_default(&d->event);
@@ -272,8 +280,8 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = handover_adopt(d);
 	if (err < 0)
 		goto out;
-	service_fds_release(); /* all claimed: collect checked every name */
-	handover_release();
+	handover_release(d);
+	passed_fds_release(&d->passed); /* all claimed: socket_activation_check() saw to it */
 	err = service_start(d);
 	if (err)
 		goto out;
@@ -302,7 +310,8 @@ void daemon_stop(struct daemon *d)
 
 	service_stop(d);
 	idle_sweep_stop(d);
-	handover_release();
+	handover_release(d);
+	passed_fds_release(&d->passed);
 	if (d->late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
 			 "those bytes followed the next write or EOF",

@@ -9,6 +9,9 @@
 
 #include "bpf_dataplane.h"
 #include "config.h"
+#include "handover.h"
+#include "passed_fds.h"
+#include "redirect.h"
 
 struct listener;
 struct redirect;
@@ -25,11 +28,12 @@ struct stop_state {
 struct daemon {
 	sd_event *event;
 	struct config cfg;
-	struct dataplane *dp; /* NULL: no kernel path, every redirect runs in user space */
-	char userspace_why[128]; /* why dp is NULL, for each listener's log line */
+	struct dataplane *dp;	     /* NULL: no kernel path, every redirect runs in user space */
+	char userspace_why[128];     /* why dp is NULL, for each listener's log line */
 	struct listener **listeners; /* in configuration order */
 	size_t n_listeners;
-	struct redirect *redirects; /* live stream redirects, newest first */
+	struct redirect *redirects;	    /* live stream redirects, newest first */
+	struct redirect_loop redirect_loop; /* their epoll set (redirect_events.c) */
 	size_t n_redirects;
 	uint64_t next_id;
 	struct control_server *control;
@@ -38,6 +42,12 @@ struct daemon {
 	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
 	bool stopping;	       /* stopping: redirects finish, then the loop exits (stop_drain.c) */
 	struct stop_state stop;
+	struct handover_state handover;
+	struct passed_fds passed; /* what systemd passed at start, until each is taken */
+	struct {
+		sd_event_source *status_timer; /* STATUS= refresh (service.c) */
+		char last_status[160];	       /* the STATUS= text last sent */
+	} service;
 	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
 };
 

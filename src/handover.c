@@ -44,6 +44,7 @@
 #include "daemon.h"
 #include "handover.h"
 #include "listener.h"
+#include "passed_fds.h"
 #include "log.h"
 #include "redirect.h"
 #include "systemd_job.h"
@@ -53,76 +54,54 @@
 #define HANDOVER_POLL_USEC (5 * USEC_PER_MSEC)
 #define SHA_LEN 16
 
-struct stored {
-	int fd; /* -1 once claimed */
-	char *name;
-};
-
-static struct stored *stored;
-static size_t n_stored, cap_stored;
-static bool sha_warned;
-
-void handover_collect(int fd, char *name)
+/* Stored for us by the previous instance (the rest is socket activation's). */
+static bool stored(const struct daemon *d, size_t i)
 {
-	struct stored *grown;
-
-	if (n_stored == cap_stored) {
-		cap_stored = cap_stored * 2 + 16;
-		grown = realloc(stored, cap_stored * sizeof(*stored));
-		if (!grown) {
-			safe_close(fd);
-			free(name);
-			return;
-		}
-		stored = grown;
-	}
-	stored[n_stored++] = (struct stored){ .fd = fd, .name = name };
+	return d->passed.v[i].fd >= 0 && passed_fd_stored(&d->passed.v[i]);
 }
 
-static int claim(size_t i)
+static const char *stored_name(const struct daemon *d, size_t i)
 {
-	int fd = stored[i].fd;
-
-	stored[i].fd = -1;
-	return fd;
+	return d->passed.v[i].name;
 }
 
-int handover_map_fd(const char *name)
+int handover_map_fd(void *ctx, const char *name)
 {
+	struct daemon *d = ctx;
 	const char *p;
 	size_t i;
 	int fd;
 
-	for (i = 0; i < n_stored; i++) {
-		if (stored[i].fd < 0 || strncmp(stored[i].name, "vsm-map.", 8))
+	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i) || strncmp(stored_name(d, i), "vsm-map.", 8))
 			continue;
-		p = stored[i].name + 8;
+		p = stored_name(d, i) + 8;
 		if (strlen(p) <= SHA_LEN || p[SHA_LEN] != '.' || strcmp(p + SHA_LEN + 1, name))
 			continue;
 		if (strncmp(p, VSOCKMAP_BPF_SHA256, SHA_LEN)) {
-			if (!sha_warned)
+			if (!d->handover.sha_warned)
 				log_warn("the stored BPF maps belong to another build of the BPF object "
 					 "(sha256:%.16s, this one is sha256:%.16s): the redirects handed "
 					 "over are closed",
 					 p, VSOCKMAP_BPF_SHA256);
-			sha_warned = true;
+			d->handover.sha_warned = true;
 			continue;
 		}
 		/* A copy: a second load attempt (without the iterator) asks again. */
-		fd = fcntl(stored[i].fd, F_DUPFD_CLOEXEC, 3);
+		fd = fcntl(d->passed.v[i].fd, F_DUPFD_CLOEXEC, 3);
 		return fd < 0 ? -errno : fd;
 	}
 	return -ENOENT;
 }
 
-int handover_claim_listener(const struct redirect_config *rc)
+int handover_claim_listener(struct daemon *d, const struct redirect_config *rc)
 {
 	size_t i;
 
-	for (i = 0; i < n_stored; i++)
-		if (stored[i].fd >= 0 && !strncmp(stored[i].name, "vsm-listen.", 11) &&
-		    !strcmp(stored[i].name + 11, rc->name))
-			return claim(i);
+	for (i = 0; i < d->passed.n; i++)
+		if (stored(d, i) && !strncmp(stored_name(d, i), "vsm-listen.", 11) &&
+		    !strcmp(stored_name(d, i) + 11, rc->name))
+			return passed_fds_take(&d->passed, i);
 	return -ENOENT;
 }
 
@@ -147,14 +126,14 @@ static int parse_pair(const char *name, struct pair_name *p)
 	return 0;
 }
 
-int handover_reserve_slots(int (*reserve)(void *ctx, uint32_t slot), void *ctx)
+int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 {
 	struct pair_name p;
 	size_t i;
 	int err;
 
-	for (i = 0; i < n_stored; i++) {
-		if (stored[i].fd < 0 || parse_pair(stored[i].name, &p) || p.end != 'c' ||
+	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i) || parse_pair(stored_name(d, i), &p) || p.end != 'c' ||
 		    p.slot == REDIRECT_SLOT_USERSPACE)
 			continue;
 		err = reserve(ctx, p.slot);
@@ -176,15 +155,15 @@ static struct listener *find_listener(struct daemon *d, const char *section)
 }
 
 /* The target socket stored with redirect id, or -1. */
-static int find_target(uint64_t id)
+static int find_target(struct daemon *d, uint64_t id)
 {
 	struct pair_name p;
 	size_t i;
 
-	for (i = 0; i < n_stored; i++)
-		if (stored[i].fd >= 0 && !parse_pair(stored[i].name, &p) && p.end == 't' &&
+	for (i = 0; i < d->passed.n; i++)
+		if (stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.end == 't' &&
 		    p.id == id)
-			return claim(i);
+			return passed_fds_take(&d->passed, i);
 	return -1;
 }
 
@@ -207,10 +186,10 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	struct pair_name p;
 	int cfd, tfd;
 
-	if (parse_pair(stored[i].name, &p) || p.end != 'c')
+	if (parse_pair(stored_name(d, i), &p) || p.end != 'c')
 		return 0;
-	cfd = claim(i);
-	tfd = find_target(p.id);
+	cfd = passed_fds_take(&d->passed, i);
+	tfd = find_target(d, p.id);
 	if (tfd < 0 || (!maps_reused && p.slot != REDIRECT_SLOT_USERSPACE)) {
 		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
 		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
@@ -224,13 +203,12 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	l = find_listener(d, p.section);
 	if (!l) {
 		/* Its section left the configuration: adopt it to close it cleanly. */
-		l = listener_placeholder(d, p.section);
+		l = listener_placeholder(d, p.section, target_kind(tfd));
 		if (!l) {
 			safe_close(cfd);
 			safe_close(tfd);
 			return -ENOMEM;
 		}
-		l->conf.connect.kind = target_kind(tfd); /* the unix target's half-close rule */
 	}
 	return redirect_adopt(d, l, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
 }
@@ -238,11 +216,11 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 int handover_adopt(struct daemon *d)
 {
 	bool maps_reused = d->dp && dataplane_maps_reused(d->dp);
-	size_t i;
+	size_t i, n_stored = 0;
 	int n = 0, r;
 
-	for (i = 0; i < n_stored; i++) {
-		if (stored[i].fd < 0)
+	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i))
 			continue;
 		r = adopt_one(d, i, maps_reused);
 		if (r < 0)
@@ -250,8 +228,12 @@ int handover_adopt(struct daemon *d)
 		n += r;
 	}
 	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
-	for (i = 0; i < n_stored; i++)
-		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored[i].name);
+	for (i = 0; i < d->passed.n; i++) {
+		if (!passed_fd_stored(&d->passed.v[i]))
+			continue;
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored_name(d, i));
+		n_stored++;
+	}
 	if (n_stored)
 		log_info("took back %d redirect%s from the previous instance (%zu fds stored)", n,
 			 n == 1 ? "" : "s", n_stored);
@@ -271,19 +253,17 @@ static void unlink_listener(int fd)
 	unlink(sa.sun_path);
 }
 
-void handover_release(void)
+void handover_release(struct daemon *d)
 {
 	size_t i;
 
-	for (i = 0; i < n_stored; i++) {
-		if (stored[i].fd >= 0 && !strncmp(stored[i].name, "vsm-listen.", 11))
-			unlink_listener(stored[i].fd);
-		safe_close(stored[i].fd);
-		free(stored[i].name);
+	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i))
+			continue;
+		if (!strncmp(stored_name(d, i), "vsm-listen.", 11))
+			unlink_listener(d->passed.v[i].fd);
+		safe_close(passed_fds_take(&d->passed, i));
 	}
-	free(stored);
-	stored = NULL;
-	n_stored = cap_stored = 0;
 }
 
 /* ---- the stopping side ---- */
@@ -369,8 +349,6 @@ static void store_all(struct daemon *d)
 		   unsettled ? "; some had not settled and close" : "");
 }
 
-static uint64_t settle_deadline;
-
 static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -381,7 +359,7 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	for (r = d->redirects; r; r = redirect_next(r))
 		if (!redirect_settle(r, &why))
 			settled = false;
-	if (!settled && usec < settle_deadline) {
+	if (!settled && usec < d->handover.settle_deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + HANDOVER_POLL_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -405,7 +383,7 @@ bool handover_start(struct daemon *d)
 	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing the sockets over");
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
-	settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
+	d->handover.settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
 	r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer, d);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "restart: stopping instead");

@@ -12,20 +12,28 @@
 struct daemon;
 struct redirect_config;
 
-/* Every stored name starts with this; other passed fds are socket activation's. */
-#define HANDOVER_PREFIX "vsm-"
+/*
+ * What the previous instance stored comes in d->passed (passed_fds.h), named
+ * HANDOVER_PREFIX...; these take it from there.
+ */
 
-/* Keep a passed fd whose name starts with HANDOVER_PREFIX. Takes fd and name. */
-void handover_collect(int fd, char *name);
+/* A restart under way, and what the next instance found. */
+struct handover_state {
+	uint64_t settle_deadline; /* stopping: store what has settled by then */
+	bool sha_warned;	  /* starting: the stored maps are another build's (said once) */
+};
 
-/* The stored fd of the main object's map NAME, if it came from this very object, or -ENOENT. */
-int handover_map_fd(const char *name);
+/*
+ * The stored fd of the main object's map NAME, if it came from this very object, or -ENOENT.
+ * ctx: the struct daemon (a dataplane_stored_map_fn).
+ */
+int handover_map_fd(void *ctx, const char *name);
 
 /* Slots of the stored redirects, so that nothing else takes them: calls reserve() for each. */
-int handover_reserve_slots(int (*reserve)(void *ctx, uint32_t slot), void *ctx);
+int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
 
 /* The stored listening socket of a section, or -ENOENT. */
-int handover_claim_listener(const struct redirect_config *rc);
+int handover_claim_listener(struct daemon *d, const struct redirect_config *rc);
 
 /*
  * Take back the stored redirects (after the listeners are open), then tell systemd to drop
@@ -33,8 +41,8 @@ int handover_claim_listener(const struct redirect_config *rc);
  */
 int handover_adopt(struct daemon *d);
 
-/* Close what nobody claimed. */
-void handover_release(void);
+/* Close what nobody claimed (a stored listener's socket file goes with it). */
+void handover_release(struct daemon *d);
 
 /*
  * SIGTERM: if systemd is restarting the unit, stop accepting, let redirects settle, store

@@ -12,7 +12,7 @@
 #include "util.h"
 
 #define LISTEN_BACKLOG_DEFAULT 128
-#define DGRAM_BIND_SUFFIX ".vsm-new"
+#define DGRAM_BIND_SUFFIX      ".vsm-new"
 
 static int mkdir_parents(const char *path)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The daemon's listening sockets: unix (stream or datagram, with their socket files), vsock, TCP. */
+/* The daemon's listening sockets: unix (stream or datagram, with their socket files), vsock, TCP.
+ */
 #ifndef VSOCKMAP_LISTEN_SOCKET_H
 #define VSOCKMAP_LISTEN_SOCKET_H
 

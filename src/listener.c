@@ -15,8 +15,8 @@
 #include "log.h"
 #include "peer_access.h"
 #include "redirect.h"
-#include "service.h"
 #include "listen_socket.h"
+#include "socket_activation.h"
 #include "sockopt.h"
 #include "util.h"
 
@@ -182,14 +182,14 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	const char *why;
 	int fd;
 
-	fd = service_fd_claim(rc);
+	fd = socket_activation_claim(&l->d->passed, rc);
 	if (fd >= 0) {
 		l->activated = true;
 		return fd;
 	}
 	if (fd != -ENOENT)
 		return fd; /* logged */
-	fd = address_is_stream_listener(&rc->listen) ? handover_claim_listener(rc) : -ENOENT;
+	fd = address_is_stream_listener(&rc->listen) ? handover_claim_listener(l->d, rc) : -ENOENT;
 	if (fd >= 0) {
 		l->adopted = true;
 		return fd;
@@ -335,7 +335,8 @@ void listener_pause(struct listener *l)
 		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
 }
 
-struct listener *listener_placeholder(struct daemon *d, const char *section)
+struct listener *listener_placeholder(struct daemon *d, const char *section,
+				      enum address_kind target_kind)
 {
 	struct listener *l = calloc(1, sizeof(*l));
 
@@ -343,6 +344,7 @@ struct listener *listener_placeholder(struct daemon *d, const char *section)
 		return NULL;
 	l->d = d;
 	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
+	l->conf.connect.kind = target_kind; /* the unix target's half-close rule */
 	l->rc = &l->conf;
 	l->fd = -1;
 	l->retired = true;

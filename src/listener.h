@@ -60,9 +60,11 @@ void listener_pause(struct listener *l);
 
 /*
  * A retired listener for redirects taken back from a previous instance whose section is no
- * longer configured, so they can be closed cleanly. NULL without memory.
+ * longer configured, so they can be closed cleanly; target_kind: what their targets are.
+ * NULL without memory.
  */
-struct listener *listener_placeholder(struct daemon *d, const char *section);
+struct listener *listener_placeholder(struct daemon *d, const char *section,
+				      enum address_kind target_kind);
 
 /* A reload changed max-children: accept again, or stop, as the new limit says. */
 void listener_limit_changed(struct listener *l);

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <systemd/sd-event.h>
 
 #include "traffic.h"
 #include "vsockmap.h"
@@ -18,6 +19,28 @@
 struct daemon;
 struct listener;
 struct redirect;
+
+/* The redirects' epoll set and its batch: one per daemon, written by redirect_events.c. */
+struct redirect_loop {
+	sd_event_source *src; /* borrowed: the loop owns it; NULL until the first redirect */
+	int epfd;
+	bool dispatching;
+	bool batch_pass; /* stepping the batch: drains wait for one iterator pass after it */
+	unsigned int batch;
+	struct redirect *zombies;    /* freed during the batch, free()d at its end */
+	struct redirect *wants_pass; /* drains that began in this batch */
+	/* Tests only, read at start. VSOCKMAPD_TEST_INSERT_DELAY_US widens the window between
+	 * the last read and the insert, so that a sending client leaves bytes behind (the rare
+	 * case dir_sweep() handles). VSOCKMAPD_TEST_INSERT_QUEUED=BYTES holds the insert back,
+	 * without reading the client, until BYTES are queued in its socket (or 5 s have
+	 * passed), so that all of them are left behind: the client that queues MiBs as it
+	 * connects, forced. */
+	long test_insert_delay_us;
+	long test_insert_queued;
+};
+
+/* Empty, with the test knobs read from the environment. */
+void redirect_loop_init(struct redirect_loop *loop);
 
 struct redirect_info {
 	uint64_t id;

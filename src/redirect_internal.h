@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A redirect's insides, shared by redirect.c (set-up, the kernel path's hand-off, drain and
- * close) and redirect_copy.c (the bytes the daemon moves itself). Nothing else includes it.
+ * A redirect's insides, shared by the files of one stream redirect and nothing else:
+ *   redirect.c             its life: set-up, counters, close on request, restart hand-over
+ *   redirect_step.c        one step: both endpoints looked at, each direction moved on
+ *   redirect_kernel_path.c the way the kernel carries: insert, left-behind bytes, gate
+ *                          catch-up, drain at EOF
+ *   redirect_copy.c        the bytes the daemon moves itself
+ *   redirect_events.c      the epoll set of all redirects and its batch
  */
 #ifndef VSOCKMAP_REDIRECT_INTERNAL_H
 #define VSOCKMAP_REDIRECT_INTERNAL_H
@@ -14,6 +19,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "daemon.h"
 #include "listener.h"
 #include "target_connect.h"
 #include "log.h"
@@ -133,6 +139,52 @@ static inline bool source_never_mapped(const struct redirect *r, int src)
 {
 	return src == TARGET || r->userspace;
 }
+
+/* The time of this event-loop iteration: the same for everything handled in it. */
+static inline uint64_t loop_tick(struct redirect *r)
+{
+	uint64_t t;
+
+	return sd_event_now(r->d->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
+}
+
+/* ---- redirect.c ---- */
+
+/* The target is connected: join the pair in the maps, then step. */
+void redirect_connected(struct redirect *r);
+/* Set-up failed: say why, count it, close the client. */
+void redirect_fail(struct redirect *r, int err, const char *what);
+/* "VSOCK-CONNECT:2:1234", for messages. */
+const char *redirect_target_text(struct redirect *r, char *buf, size_t len);
+
+/* ---- redirect_step.c ---- */
+
+void redirect_step(struct redirect *r);
+
+/* ---- redirect_kernel_path.c: one function per direction state ---- */
+
+/* The kernel carries the direction now: give the buffer back. */
+void dir_set_open(struct direction *dir);
+void dir_sync(struct redirect *r, int src);		 /* DIR_SYNC */
+void dir_check_left_behind(struct redirect *r, int src); /* DIR_OPEN */
+void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */
+void dir_catchup(struct redirect *r, int src);		 /* DIR_CATCHUP */
+void dir_drain(struct redirect *r, int src);		 /* DIR_DRAINING */
+
+/* ---- redirect_events.c ---- */
+
+/* The epoll interest of both endpoints, as r's state asks. 0 or -errno. */
+int redirect_update_io(struct redirect *r);
+/* Step r at deadline (CLOCK_MONOTONIC); 0: no timer. 0 or -errno. */
+int redirect_arm_timer(struct redirect *r, uint64_t deadline);
+/* r's endpoints leave the epoll set. */
+void redirect_events_forget(struct redirect *r);
+/* r is freed during a batch: true if its free() must wait for the batch's end. */
+bool redirect_events_defer_free(struct redirect *r);
+/* The batch is being stepped: a drain that begins now waits for the pass after it. */
+bool redirect_events_in_batch(const struct redirect *r);
+/* Step r again after the batch, once its iterator pass is made. */
+void redirect_events_want_pass(struct redirect *r);
 
 /* ---- redirect_copy.c ---- */
 

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The way the kernel carries, client to target: the daemon forwards what came before the
+ * insert into the sockhash (DIR_SYNC), takes bytes left behind at the insert (DIR_SWEEP),
+ * forwards what the verdict held while the gate was closed (DIR_CATCHUP), and at EOF waits
+ * for the kernel's backlog before it passes the half-close on (DIR_DRAINING).
+ * docs/kernel-notes.md says why each step is needed; src/gate.h has the gate protocol.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "gate.h"
+#include "held_read.h"
+#include "redirect_internal.h"
+#include "sockopt.h"
+
+/* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
+#define STALL_USEC (20 * USEC_PER_MSEC)
+
+/* The kernel carries the direction now: give the buffer back. */
+void dir_set_open(struct direction *dir)
+{
+	dir->state = DIR_OPEN;
+	if (!dir_pending(dir)) {
+		free(dir->buf);
+		dir->buf = NULL;
+		dir->buf_size = 0;
+	}
+}
+
+/*
+ * Forward what the client sent before the kernel takes over, then put the client socket in
+ * the sockhash. The daemon never reads a source while it is mapped: the verdict dequeues one
+ * skb per wakeup and passes it on outside the socket lock, so a concurrent recv() could take
+ * the next skb first and reorder the stream. Taking the socket out of the map again is no
+ * way out either: a send racing with the removal has its skb dequeued for a verdict that no
+ * longer finds the psock, and the kernel frees it.
+ *
+ * An skb that arrives between the last read and the insert was queued before the verdict
+ * was attached: each later send moves the oldest one on, so the stream stays in order but
+ * runs that many skbs behind, and at EOF the daemon forwards the rest (dir_drain()).
+ */
+void dir_sync(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *ep = &r->ep[src];
+	long queued = r->d->redirect_loop.test_insert_queued;
+	ssize_t n;
+	int err;
+
+	if (queued) {
+		dir->sync_held_back =
+		    socket_inq(ep->fd) < queued && now_usec() - r->started_usec < 5 * USEC_PER_SEC;
+		if (dir->sync_held_back)
+			return; /* the timer looks again */
+		goto insert;
+	}
+	do
+		n = forward_some(r, src);
+	while (n > 0 && dir->buf_off == dir->buf_len);
+	if (n == 0 || (n < 0 && n != -EAGAIN)) {
+		dir->state = DIR_DRAINING; /* EOF or error on the source */
+		return;
+	}
+	if (dir->buf_off < dir->buf_len)
+		return; /* destination full: wait for EPOLLOUT */
+	if (r->d->redirect_loop.test_insert_delay_us)
+		usleep(r->d->redirect_loop.test_insert_delay_us);
+insert:
+	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
+	if (err) {
+		redirect_log_errno(r, LOG_WARNING, err,
+				   "adding the client to the sockhash; the daemon carries it");
+		dir->state = DIR_COPY;
+		return;
+	}
+	ep->in_map = true;
+	dir_set_open(dir);
+	n = socket_inq(ep->fd);
+	if (n > 0) {
+		r->d->late_inserts++;
+		dir->left_behind = n;
+		dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
+		dir->left_check_usec = now_usec() + STALL_USEC;
+		redirect_log(r, LOG_DEBUG, "%zd bytes arrived during the insert", n);
+	}
+}
+
+/* The gate of direction src closes: from now on the verdict holds what it sees. */
+static void gate_close_dir(struct redirect *r, int src)
+{
+	gate_close(dataplane_gate(r->d->dp, r->slot, src));
+	r->dir[src].gate_usec = now_usec();
+}
+
+/*
+ * How often the verdict has run on this direction's source: redirected plus held skbs. The
+ * uncounted verdict (fastpath=permanent) gives a constant: the stall is then judged by the
+ * queue length alone, and a sweep may come while the client still sends, which costs a gate
+ * cycle but keeps the order.
+ */
+static uint64_t verdict_runs(struct redirect *r, int src)
+{
+	struct vsockmap_counters c;
+
+	if (!dataplane_counted(r->d->dp, r->slot, src))
+		return 0;
+	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+		return UINT64_MAX;
+	return c.packets + c.held_packets;
+}
+
+/*
+ * Bytes left behind at the insert move on only when the client sends again, one skb per
+ * send: each send queues a new skb and the verdict takes the oldest, so the queue length
+ * alone can stay the same while data flows. Once the verdict has not run for STALL_USEC the
+ * client is idle or blocked (those skbs still count against its send buffer): close the
+ * gate, wait for the target's backlog, and take them in one read (dir_sweep()). What the
+ * client sends meanwhile is held and forwarded by dir_catchup().
+ */
+void dir_check_left_behind(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	uint64_t runs;
+	int64_t q;
+
+	if (!dir->left_behind || now_usec() < dir->left_check_usec)
+		return;
+	q = socket_inq(r->ep[src].fd);
+	if (q <= 0) {
+		dir->left_behind = 0; /* the client's sends moved them on */
+		return;
+	}
+	dir->left_check_usec = now_usec() + STALL_USEC;
+	runs = verdict_runs(r, src);
+	if (q != dir->left_behind || runs != dir->left_verdicts || runs == UINT64_MAX) {
+		dir->left_behind = q;
+		dir->left_verdicts = runs;
+		return;
+	}
+	gate_close_dir(r, src);
+	dir->drain_started_usec = 0;
+	dir->state = DIR_SWEEP;
+}
+
+static bool dir_drained(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	bool counted = dataplane_counted(r->d->dp, r->slot, src);
+	struct vsockmap_queue_info qi;
+	struct vsockmap_counters c;
+	uint64_t now = loop_tick(r);
+	int err;
+
+	if (dst->hup)
+		return true;
+	if (now < dir->drain_not_before_usec)
+		return false;
+	if (!dir->drain_started_usec) {
+		dir->drain_started_usec = now;
+		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
+	}
+	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
+		if (r->d->stopping && !dataplane_exact_drain(dataplane_features(r->d->dp))) {
+			redirect_log(
+			    r, LOG_INFO,
+			    "no exact drain signal on this kernel: "
+			    "waited drain-timeout (%u ms) for what the kernel may still hold",
+			    r->d->cfg.daemon.drain_timeout_ms);
+			return true;
+		}
+		if (dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
+			redirect_log(
+			    r, LOG_WARNING,
+			    "backlog toward the %s did not drain in "
+			    "%u ms; what the kernel still holds for it, if anything, is lost",
+			    src == CLIENT ? "target" : "client", r->d->cfg.daemon.drain_timeout_ms);
+		else
+			redirect_log(r, LOG_WARNING,
+				     "backlog toward the %s did not drain in "
+				     "%u ms; %u socket buffers still queued for it are lost",
+				     src == CLIENT ? "target" : "client",
+				     r->d->cfg.daemon.drain_timeout_ms, qi.backlog_skbs);
+		return true;
+	}
+	/*
+	 * Nothing ever redirected this way (only a counting verdict can tell): no backlog to wait
+	 * for, and no iterator pass (a pass walks every bucket of the egress sockhash; one per
+	 * closing connection was most of the daemon's time at a few thousand connections per
+	 * second; fastpath=permanent pays it). The verdict counts a
+	 * redirect before the kernel queues the skb, both within the sender's send(), and
+	 * every send of the client's has returned by the time its EOF is seen (the same
+	 * assumption as the pass below; a sweep waits out GATE_VERDICT_GRACE_USEC first).
+	 */
+	if (counted && !dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
+		return true;
+	/*
+	 * Only a pass begun after the drain began: one from earlier in this tick, made for
+	 * another redirect of the batch, could predate this client's last redirected skbs, and
+	 * closing the target frees what its psock still holds (docs/kernel-notes.md). A drain
+	 * that begins in a batch waits for the pass made after it, which every such drain shares.
+	 */
+	if (redirect_events_in_batch(r) &&
+	    !dataplane_queue_fresh(r->d->dp, dir->drain_epoch, now)) {
+		redirect_events_want_pass(r);
+		return false;
+	}
+	err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
+	if (!err)
+		return !qi.backlog_skbs && !qi.partial_bytes;
+	if (err == -ENOENT)
+		return true;
+	/* Out of descriptors or memory for the pass: ask again at the next tick. */
+	if (err == -EMFILE || err == -ENFILE || err == -ENOMEM)
+		return false;
+	/*
+	 * No exact signal: a heuristic. The backlog worker sends whenever the target can take
+	 * bytes, at once after a redirect and a jiffy after a refusal; so a target that could
+	 * take bytes at every look for TIMED_DRAIN_QUIET_USEC while this direction's counter stood
+	 * still has nothing left queued, unless the worker stopped (then the target shows an
+	 * error). A slow reader keeps the target full and the wait going, up to drain-timeout.
+	 * A direction that counts nothing (handed over by a fastpath=permanent instance to one
+	 * started with --drain=timed) has no counter: it waits out drain-timeout.
+	 */
+	if (!counted)
+		return false;
+	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+		return true;
+	/*
+	 * A stop is rare and bounded by drain-timeout: there the daemon waits it out rather
+	 * than trust the heuristic, which a slow reader granting vsock credit in bursts can
+	 * fool (the target looks writable at every look while the worker still has skbs).
+	 */
+	if (r->d->stopping)
+		return false;
+	return settle_clock_check(&dir->drain_quiet, c.bytes, socket_writable(dst->fd), now,
+				  TIMED_DRAIN_QUIET_USEC);
+}
+
+void dir_sweep(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct vsockmap_gate *gate;
+	uint64_t held;
+	int64_t q;
+	ssize_t n = 0;
+	char *buf;
+
+	if (now_usec() - dir->gate_usec < GATE_VERDICT_GRACE_USEC || !dir_drained(r, src))
+		return;
+	/*
+	 * The wait is over: a later drain (EOF) starts its own clock and needs its own pass.
+	 * Kept from here, it let the EOF take a pass made before the client's last skbs.
+	 */
+	dir->drain_started_usec = 0;
+	dir->drain_quiet.since_usec = 0;
+	if (!flush_buf(r, src))
+		return; /* the read below reuses the buffer */
+	gate = dataplane_gate(r->d->dp, r->slot, src);
+	held = gate_held(gate);
+	q = socket_inq(r->ep[src].fd);
+	if (held != dir->held_taken) {
+		/*
+		 * The client sent again after the gate closed: the verdict held its oldest skbs,
+		 * and the newest are still queued behind them. Reading now could overtake one the
+		 * verdict has taken but not yet queued. Forward the held bytes, reopen, and look
+		 * again when the client is idle.
+		 */
+		dir->left_behind = q > 0 ? q : 0;
+		dir->left_verdicts = UINT64_MAX;
+		dir->left_check_usec = now_usec() + STALL_USEC;
+		dir->state = DIR_CATCHUP;
+		return;
+	}
+	if (q > 0) {
+		/* Never smaller than SYNC_BUF_SIZE: the buffer is reused for later reads. */
+		if ((size_t)q > dir->buf_size || dir->buf_size < SYNC_BUF_SIZE) {
+			size_t size = (size_t)q > SYNC_BUF_SIZE ? (size_t)q : SYNC_BUF_SIZE;
+
+			buf = realloc(dir->buf, size);
+			if (!buf)
+				return; /* try again on the next tick */
+			dir->buf = buf;
+			dir->buf_size = size;
+		}
+		do
+			n = recv(r->ep[src].fd, dir->buf, q, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n > 0) {
+			dir->buf_len = n;
+			flush_buf(r, src);
+		}
+	}
+	/*
+	 * One read may stop short: unix_stream_read_generic() never joins skbs whose
+	 * credentials differ (several writers). What it left stays at the head, in order,
+	 * and is watched again; a second read now could overtake a verdict's dequeue.
+	 */
+	dir->left_behind = q > 0 && n > 0 && n < q ? q - n : 0;
+	dir->left_verdicts = UINT64_MAX;
+	dir->left_check_usec = now_usec() + STALL_USEC;
+	dir->state = DIR_CATCHUP;
+	redirect_log(r, LOG_DEBUG,
+		     "took %zd of %" PRId64 " bytes left behind at the "
+		     "insert",
+		     n > 0 ? n : 0, q);
+}
+
+/*
+ * Like forward_some(), for bytes the verdict held on a mapped source: only those, counted
+ * against the gate, and never an skb the verdict has not seen yet (held_read()). Returns
+ * -EINPROGRESS when held bytes are counted but not queued yet.
+ */
+static ssize_t forward_held(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	int fd = r->ep[src].fd;
+	ssize_t n;
+
+	if (!flush_buf(r, src))
+		return -EAGAIN;
+	if (dir->held_taken == gate_held(gate))
+		return peer_shut_down(fd) ? 0 : -EAGAIN;
+	if (!dir_buf(dir))
+		return -ENOMEM;
+	n = held_read(fd, dir->buf, dir->buf_size);
+	/*
+	 * Held bytes are owed, so 0 is not the end: unix_bpf_recvmsg() answers EOF once the
+	 * peer is gone and psock->ingress_msg is empty, even while the psock's own backlog
+	 * (ingress_skb, where sk_psock_verdict_apply() queues what ingress_self could not
+	 * take) still holds bytes the verdict counted. They come; held_owed_expired() bounds
+	 * the wait.
+	 */
+	if (n == -EAGAIN || n == 0)
+		return -EINPROGRESS;
+	if (n < 0)
+		return n;
+	dir->held_wait_usec = 0; /* progress: held_owed_expired() waits anew */
+	dir->held_taken += n;
+	dir->buf_len = n;
+	flush_buf(r, src);
+	return n;
+}
+
+/*
+ * The source's peer is gone and bytes the verdict held are still owed (counted, not yet
+ * queued for reading). They get drain-timeout from when that was first seen; then the wait
+ * is given up, loudly, and the direction goes on without them.
+ */
+static bool held_owed_expired(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	uint64_t now = loop_tick(r), held;
+
+	if (!peer_shut_down(r->ep[src].fd)) {
+		dir->held_wait_usec = 0;
+		return false;
+	}
+	if (!dir->held_wait_usec) {
+		dir->held_wait_usec = now;
+		return false;
+	}
+	if (now - dir->held_wait_usec <= r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC)
+		return false;
+	held = gate_held(gate);
+	redirect_log(r, LOG_WARNING,
+		     "%" PRIu64 " bytes the verdict passed up never became "
+		     "readable in %u ms; the client's last bytes are lost",
+		     held - dir->held_taken, r->d->cfg.daemon.drain_timeout_ms);
+	dir->held_taken = held;
+	return true;
+}
+
+/*
+ * Forward what the verdict held while the gate was closed, then open it with released = every
+ * byte held so far, all of which the daemon has read and written. Reads stay on held bytes
+ * during the grace period too, while the kernel already redirects again.
+ */
+void dir_catchup(struct redirect *r, int src)
+{
+	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct direction *dir = &r->dir[src];
+	ssize_t n;
+
+	for (;;) {
+		n = forward_held(r, src);
+		dir->held_in_flight = n == -EINPROGRESS;
+		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINPROGRESS) ||
+		    (n == -EINPROGRESS && held_owed_expired(r, src))) {
+			dir->state = DIR_DRAINING;
+			return;
+		}
+		if (dir->buf_off < dir->buf_len || n == -EINPROGRESS)
+			return; /* destination full (EPOLLOUT), or look again in a moment */
+		if (n < 0)
+			break;
+	}
+	if (gate_release(gate, dir->held_taken)) {
+		dir->gate_usec = now_usec();
+		return;
+	}
+	if (now_usec() - dir->gate_usec >= GATE_VERDICT_GRACE_USEC)
+		dir_set_open(dir);
+}
+
+/*
+ * At the end of a mapped source, the bytes the verdict held come before those still in the
+ * socket's own queue, and only the gate's count says when the last one has been read: a
+ * plain read of the socket takes its own queue whenever the psock queue is empty, and reads
+ * 0 once the peer is gone (forward_held()). True when every held byte is written on.
+ */
+static bool take_held(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	ssize_t n;
+
+	if (!r->ep[src].in_map)
+		return flush_buf(r, src);
+	for (;;) {
+		n = forward_held(r, src);
+		if (n > 0 && dir->buf_off == dir->buf_len)
+			continue;
+		if (n > 0 || n == -EAGAIN)
+			return false; /* the destination is full: EPOLLOUT */
+		if (n == -EINPROGRESS)
+			return held_owed_expired(r, src);
+		return true; /* all taken (0), or the source failed */
+	}
+}
+
+void dir_drain(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	ssize_t n;
+
+	if (!dir_drained(r, src) || !take_held(r, src))
+		return;
+	/*
+	 * The kernel and the verdict are done; what is left in the socket's own queue was left
+	 * behind at the insert, the newest bytes of the stream (each send moved the oldest on).
+	 */
+	do {
+		n = forward_some(r, src);
+	} while (n > 0);
+	if (dir->buf_off < dir->buf_len)
+		return;
+	/*
+	 * With the other way done too, the pair closes in this same step: a unix peer then gets
+	 * its EOF from the close (one wakeup, not two). Other targets keep the explicit
+	 * half-close before their close.
+	 */
+	if (!dst->hup &&
+	    !(r->dir[1 - src].state == DIR_DONE && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
+		shutdown(dst->fd, SHUT_WR);
+	dir->state = DIR_DONE;
+	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",
+		     src == CLIENT ? "client->target" : "target->client",
+		     now_usec() - dir->drain_started_usec);
+}

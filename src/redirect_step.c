@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * One step of a stream redirect, whatever woke it (its sockets, its timer, a drain's iterator
+ * pass): look at both endpoints, move each direction on as far as it goes, close the pair
+ * once both ways are done, and ask for the next wakeup (a timer, the epoll interest).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "daemon.h"
+#include "gate.h"
+#include "redirect_internal.h"
+#include "sockopt.h"
+
+#define DRAIN_POLL_USEC (2 * USEC_PER_MSEC)
+/* Held bytes counted by the verdict reach the socket within microseconds. */
+#define HELD_POLL_USEC (1 * USEC_PER_MSEC)
+
+/*
+ * The target's socket has an error. A peer's reset is one way; the other is the kernel's own:
+ * when the psock backlog worker fails to send into the target (anything but EAGAIN), it
+ * records the error on the socket (sk_psock_report_error()) and stops sending, and every
+ * byte redirected to it from then on is freed by the kernel. Either way the rest of the
+ * client's stream cannot arrive, and a server reading the stream would see a clean EOF.
+ */
+static void log_target_error(struct redirect *r)
+{
+	char target[160];
+	int err = socket_error(r->ep[TARGET].fd);
+
+	redirect_log(r, LOG_WARNING,
+		     "the connection to %s failed: %s; closing the client "
+		     "connection, bytes not yet delivered are lost",
+		     redirect_target_text(r, target, sizeof(target)),
+		     strerror(err < 0 ? -err : EIO));
+}
+
+static void poll_endpoint(struct redirect *r, int i)
+{
+	struct pollfd pfd = {.fd = r->ep[i].fd, .events = POLLRDHUP};
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	if (i == TARGET && (pfd.revents & POLLERR) && !r->ep[i].hup)
+		log_target_error(r);
+	if (pfd.revents & (POLLHUP | POLLERR)) {
+		/* Broken or fully closed: nothing more goes to it; finish the other way, then
+		 * close. */
+		r->ep[i].hup = true;
+		r->close_after_drain = true;
+		if (r->dir[1 - i].state != DIR_DONE)
+			r->dir[1 - i].state = DIR_DONE;
+	}
+	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
+		r->dir[i].state = DIR_DRAINING;
+	/*
+	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
+	 * so the verdict now passes the client's bytes up instead of redirecting them: carry
+	 * them in the daemon from here on. The verdict now runs for each skb in its sender's
+	 * send(), so a read cannot overtake it unless skbs were left behind at the insert
+	 * (see dir_sync()).
+	 */
+	if (i == TARGET && (pfd.revents & POLLRDHUP) &&
+	    r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
+	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC))
+		r->dir[CLIENT].state = DIR_COPY;
+}
+
+/* Still has bytes to deliver before the pair may close. */
+static bool dir_busy(const struct direction *dir)
+{
+	return dir->state == DIR_SYNC || dir->state == DIR_SWEEP || dir->state == DIR_CATCHUP ||
+	       dir->state == DIR_DRAINING || dir->state == DIR_COPY || dir_pending(dir);
+}
+
+static void log_closed(struct redirect *r)
+{
+	struct redirect_info info;
+
+	if (log_get_level() < LOG_DEBUG)
+		return; /* the counters and the queue length cost three syscalls */
+	redirect_get_info(r, &info, false);
+	redirect_log(r, LOG_DEBUG,
+		     "closed after %" PRIu64 " ms; bytes out %" PRIu64 " (%" PRIu64
+		     " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
+		     info.age_usec / USEC_PER_MSEC, info.moved.bytes[VSOCKMAP_DIR_TO_TARGET],
+		     r->dir[CLIENT].user_bytes, info.moved.bytes[VSOCKMAP_DIR_TO_CLIENT],
+		     r->dir[TARGET].user_bytes);
+}
+
+void redirect_step(struct redirect *r)
+{
+	uint64_t deadline = 0, now;
+	int i, err;
+
+	if (r->connecting) {
+		err = timed_connect_check(&r->connect, r->ep[TARGET].fd, now_usec());
+		if (err > 0)
+			redirect_connected(r);
+		else if (err < 0)
+			redirect_fail(r, err, "connect");
+		else if ((err = redirect_arm_timer(r, r->connect.deadline_usec)) < 0)
+			redirect_fail(r, err, "a timer for the connect to");
+		return;
+	}
+	for (i = 0; i < 2; i++)
+		poll_endpoint(r, i);
+	for (i = 0; i < 2; i++) {
+		if (r->dir[i].state == DIR_SYNC)
+			dir_sync(r, i);
+		if (r->dir[i].state == DIR_OPEN)
+			dir_check_left_behind(r, i);
+		if (r->dir[i].state == DIR_SWEEP)
+			dir_sweep(r, i);
+		if (r->dir[i].state == DIR_CATCHUP)
+			dir_catchup(r, i);
+		if (r->dir[i].state == DIR_DRAINING)
+			dir_drain(r, i);
+		if (r->dir[i].state == DIR_COPY)
+			dir_copy(r, i);
+	}
+	if ((r->dir[CLIENT].state == DIR_DONE && r->dir[TARGET].state == DIR_DONE) ||
+	    (r->close_after_drain && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
+		log_closed(r);
+		redirect_free(r);
+		return;
+	}
+	now = now_usec();
+	for (i = 0; i < 2; i++) {
+		uint64_t t = 0;
+
+		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP ||
+		    (r->dir[i].state == DIR_SYNC && r->dir[i].sync_held_back))
+			t = now + DRAIN_POLL_USEC;
+		else if (r->dir[i].state == DIR_CATCHUP && r->dir[i].held_in_flight)
+			t = now + HELD_POLL_USEC;
+		else if (r->dir[i].state == DIR_CATCHUP)
+			t = r->dir[i].gate_usec + GATE_VERDICT_GRACE_USEC;
+		else if (r->dir[i].state == DIR_OPEN && r->dir[i].left_behind)
+			t = r->dir[i].left_check_usec;
+		if (dir_pending(&r->dir[i]) && r->dir[i].retry_usec > now &&
+		    (!t || r->dir[i].retry_usec < t))
+			t = r->dir[i].retry_usec;
+		if (t && (!deadline || t < deadline))
+			deadline = t;
+	}
+	err = redirect_arm_timer(r, deadline);
+	err = err ?: redirect_update_io(r);
+	if (err < 0)
+		redirect_fail(r, err, "watching the sockets of the redirect to");
+}
