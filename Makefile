@@ -39,7 +39,7 @@ DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/redirect_s
 		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
 		   src/sockopt.c src/socket_address.c src/listen_socket.c src/target_connect.c src/held_read.c src/daemon.c src/reload.c src/service.c src/passed_fds.c src/socket_activation.c \
 		   src/handover.c src/systemd_job.c src/peer_access.c src/privileges.c src/idle_sweep.c src/fd_spare.c \
-		   src/stop_drain.c src/cgroup_self.c src/traffic.c
+		   src/stop_drain.c src/cgroup_self.c src/traffic.c src/slot_pool.c
 CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
@@ -118,6 +118,7 @@ $(OUTPUT)/vsockmapctl: $(CTL_OBJS) $(COMMON_OBJS)
 
 # Unit tests of a daemon module link that module too.
 $(OUTPUT)/tests/test_sockopt: $(OUTPUT)/src/sockopt.o
+$(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/slot_pool.o
 
 $(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
 	$(call msg,LINK,$@)

@@ -14,6 +14,7 @@
 #include "cgroup_self.h"
 #include "fd_spare.h"
 #include "log.h"
+#include "slot_pool.h"
 #include "util.h"
 #include "vsockmap.skel.h"
 
@@ -44,9 +45,7 @@ struct dataplane {
 	int ncpus;
 	struct vsockmap_counters *percpu; /* scratch for counter reads, 2 * ncpus entries */
 	bool no_batch;			  /* the kernel refused a batch op on counters */
-	uint32_t *free_slots;		  /* stack of unused slots */
-	uint32_t n_free;
-	uint32_t slot_limit; /* max-redirects=; 0: VSOCKMAP_MAX_REDIRECTS */
+	struct slot_pool slots;
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;
 	uint64_t queues_usec;	 /* event-loop tick of that pass */
@@ -196,19 +195,6 @@ static int map_gates(struct dataplane *dp, uint32_t slot)
 	return 0;
 }
 
-static int init_slots(struct dataplane *dp)
-{
-	uint32_t i;
-
-	dp->free_slots = calloc(VSOCKMAP_MAX_REDIRECTS, sizeof(*dp->free_slots));
-	if (!dp->free_slots)
-		return -ENOMEM;
-	for (i = 0; i < VSOCKMAP_MAX_REDIRECTS; i++)
-		dp->free_slots[i] = VSOCKMAP_MAX_REDIRECTS - 1 - i;
-	dp->n_free = VSOCKMAP_MAX_REDIRECTS;
-	return 0;
-}
-
 /*
  * The queue probe answers getsockopt() for sockets created in the cgroup it is attached to:
  * the daemon's own, where it creates its targets. A link, so that it goes with the daemon.
@@ -299,7 +285,7 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 		goto out_free;
 	}
 	dp->percpu = calloc((size_t)dp->ncpus * VSOCKMAP_NR_DIRS, sizeof(*dp->percpu));
-	err = dp->percpu ? init_slots(dp) : -ENOMEM;
+	err = dp->percpu ? slot_pool_init(&dp->slots, VSOCKMAP_MAX_REDIRECTS) : -ENOMEM;
 	if (err)
 		goto out_free;
 
@@ -340,7 +326,7 @@ void dataplane_close(struct dataplane *dp)
 		munmap(dp->gates, dp->gates_len);
 	bpf_link__destroy(dp->iter_link);
 	unload(dp);
-	free(dp->free_slots);
+	slot_pool_fini(&dp->slots);
 	free(dp->percpu);
 	free(dp->queues);
 	free(dp);
@@ -392,13 +378,12 @@ static int zero_counters(struct dataplane *dp, uint32_t s)
 
 void dataplane_set_slot_limit(struct dataplane *dp, uint32_t limit)
 {
-	dp->slot_limit = limit < VSOCKMAP_MAX_REDIRECTS ? limit : 0;
+	slot_pool_set_limit(&dp->slots, limit);
 }
 
 bool dataplane_slots_full(const struct dataplane *dp)
 {
-	return !dp->n_free ||
-	       (dp->slot_limit && VSOCKMAP_MAX_REDIRECTS - dp->n_free >= dp->slot_limit);
+	return slot_pool_full(&dp->slots);
 }
 
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
@@ -406,12 +391,12 @@ int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 	uint32_t s, dir, idx;
 	int err;
 
-	if (dataplane_slots_full(dp))
-		return -ENOSPC;
-	s = dp->free_slots[--dp->n_free];
+	err = slot_pool_take(&dp->slots, &s);
+	if (err)
+		return err;
 	err = map_gates(dp, s);
 	if (err) {
-		dp->free_slots[dp->n_free++] = s;
+		slot_pool_put(&dp->slots, s);
 		return err;
 	}
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
@@ -420,7 +405,7 @@ int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 	}
 	err = zero_counters(dp, s);
 	if (err) {
-		dp->free_slots[dp->n_free++] = s;
+		slot_pool_put(&dp->slots, s);
 		return err;
 	}
 	*slot = s;
@@ -429,24 +414,20 @@ int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 
 void dataplane_slot_free(struct dataplane *dp, uint32_t slot)
 {
-	dp->free_slots[dp->n_free++] = slot;
+	slot_pool_put(&dp->slots, slot);
 }
 
 int dataplane_slot_reserve(struct dataplane *dp, uint32_t slot)
 {
-	uint32_t i;
 	int err;
 
-	for (i = 0; i < dp->n_free; i++) {
-		if (dp->free_slots[i] != slot)
-			continue;
-		err = map_gates(dp, slot);
-		if (err)
-			return err; /* still free */
-		dp->free_slots[i] = dp->free_slots[--dp->n_free];
-		return 0;
-	}
-	return -EBUSY; /* taken twice */
+	err = slot_pool_take_this(&dp->slots, slot);
+	if (err)
+		return err;
+	err = map_gates(dp, slot);
+	if (err)
+		slot_pool_put(&dp->slots, slot); /* still free */
+	return err;
 }
 
 int dataplane_slot_reserve_cb(void *dp, uint32_t slot)
