@@ -19,7 +19,12 @@ VMLINUX_BTF	?= /sys/kernel/btf/vmlinux
 PKGS		:= libbpf libsystemd inih json-c
 CFLAGS		?= -O2 -g
 WARNINGS	:= -Wall -Wextra -Werror=implicit-function-declaration -Wshadow -Wformat=2
-override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) -Isrc \
+# src/common: shared by the daemon, the CLI and the tests; src/daemon (its subfolders by
+# job) and src/ctl: one program each. Headers are included by name.
+SRC_DIRS	:= src/common src/ctl src/daemon src/daemon/dataplane src/daemon/redirect \
+		   src/daemon/sockets src/daemon/systemd src/daemon/control
+SRC_INCLUDES	:= $(addprefix -I,$(SRC_DIRS))
+override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) $(SRC_INCLUDES) \
 		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS		+= $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I$(OUTPUT) -Iinclude -MMD -MP
@@ -33,14 +38,10 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # Modules shared by the daemon, the CLI and the unit tests.
-COMMON_SRCS	:= src/address.c src/config.c src/config_cmdline.c src/log.c src/control_proto.c src/util.c
+COMMON_SRCS	:= $(wildcard src/common/*.c)
 # The daemon's own modules.
-DAEMON_SRCS	:= src/vsockmapd.c src/bpf_dataplane.c src/redirect.c src/redirect_step.c src/redirect_kernel_path.c src/redirect_events.c src/redirect_copy.c src/listener.c \
-		   src/dgram_forwarder.c src/control_server.c src/control_commands.c \
-		   src/sockopt.c src/socket_address.c src/listen_socket.c src/target_connect.c src/held_read.c src/daemon.c src/reload.c src/service.c src/passed_fds.c src/socket_activation.c \
-		   src/handover.c src/systemd_job.c src/peer_access.c src/privileges.c src/idle_sweep.c src/fd_spare.c \
-		   src/stop_drain.c src/cgroup_self.c src/traffic.c src/slot_pool.c
-CTL_SRCS	:= src/vsockmapctl.c src/ctl_commands.c src/ctl_print.c src/ctl_table.c
+DAEMON_SRCS	:= $(wildcard src/daemon/*.c src/daemon/*/*.c)
+CTL_SRCS	:= $(wildcard src/ctl/*.c)
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
 
@@ -60,7 +61,7 @@ FUZZ_SRCS	:= $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS	:= $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_OUTPUT)/%)
 FUZZ_OBJS	:= $(COMMON_SRCS:%.c=$(FUZZ_OUTPUT)/%.o)
 FUZZ_SAN	:= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc \
+FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude $(SRC_INCLUDES) \
 		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 
 .DELETE_ON_ERROR:
@@ -100,8 +101,8 @@ $(OUTPUT)/bpf-object.sha256: $(BPF_OBJ)
 $(OUTPUT)/bpf_object_id.h: $(OUTPUT)/bpf-object.sha256
 	$(Q)printf '#define VSOCKMAP_BPF_SHA256 "%s"\n' "$$(cat $<)" > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/src/bpf_dataplane.o: $(SKEL)
-$(OUTPUT)/src/daemon.o $(OUTPUT)/src/control_commands.o $(OUTPUT)/src/handover.o: $(OUTPUT)/bpf_object_id.h
+$(OUTPUT)/src/daemon/dataplane/bpf_dataplane.o: $(SKEL)
+$(OUTPUT)/src/daemon/daemon.o $(OUTPUT)/src/daemon/control/control_commands.o $(OUTPUT)/src/daemon/systemd/handover.o: $(OUTPUT)/bpf_object_id.h
 
 $(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)
@@ -117,8 +118,8 @@ $(OUTPUT)/vsockmapctl: $(CTL_OBJS) $(COMMON_OBJS)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # Unit tests of a daemon module link that module too.
-$(OUTPUT)/tests/test_sockopt: $(OUTPUT)/src/sockopt.o
-$(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/slot_pool.o
+$(OUTPUT)/tests/test_sockopt: $(OUTPUT)/src/daemon/sockets/sockopt.o
+$(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/daemon/dataplane/slot_pool.o
 
 $(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -194,7 +195,7 @@ install: all
 		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
 
 format:
-	clang-format -i src/*.c src/*.h include/*.h bpf/*.c tests/unit/*.c tests/tools/*.c
+	clang-format -i $(wildcard src/*/*.[ch] src/*/*/*.[ch]) include/*.h bpf/*.c tests/unit/*.c tests/tools/*.c
 
 clean:
 	rm -rf $(OUTPUT) .output-asan $(FUZZ_OUTPUT)

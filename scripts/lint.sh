@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Static analysis (make lint): cppcheck and clang-tidy over src/ and tests/fuzz/. clang-tidy's
+# Static analysis (make lint): cppcheck and clang-tidy over src/ (all its folders) and tests/fuzz/,
+# and no loop of calls between the daemon's modules (scripts/module-cycles.py). clang-tidy's
 # configuration is .clang-tidy (each disabled check says why); the few findings that are
 # false positives carry an inline NOLINT or cppcheck-suppress with the reason. cppcheck runs
 # the warning, performance and portability checks; its style checks are off because most of
@@ -12,14 +13,16 @@ cd "$(dirname "$0")/.."
 out=.output
 passed=0
 failed=0
-mapfile -t sources < <(ls src/*.c tests/fuzz/*.c)
-flags=(-std=gnu11 -D_GNU_SOURCE -Iinclude -I"$out" -Isrc)
+mapfile -t sources < <(find src -name "*.c" | sort; ls tests/fuzz/*.c)
+mapfile -t src_dirs < <(find src -type d | sort)
+includes=("${src_dirs[@]/#/-I}")
+flags=(-std=gnu11 -D_GNU_SOURCE -Iinclude -I"$out" "${includes[@]}")
 read -ra pkg_flags <<<"$(pkg-config --cflags libbpf libsystemd inih json-c 2>/dev/null)"
 
 echo "== cppcheck $(cppcheck --version | awk '{print $2}')"
 if cppcheck --quiet --enable=warning,performance,portability --inline-suppr \
 	--error-exitcode=1 \
-	-D_GNU_SOURCE -D__x86_64__ -Iinclude -Isrc --library=posix \
+	-D_GNU_SOURCE -D__x86_64__ -Iinclude "${includes[@]}" --library=posix \
 	--library=scripts/cppcheck-libbpf.cfg \
 	"${sources[@]}" 2>&1; then
 	echo "ok cppcheck: ${#sources[@]} files clean"
@@ -41,6 +44,15 @@ if [[ -n $findings ]]; then
 else
 	echo "ok clang-tidy: ${#sources[@]} files clean (.clang-tidy)"
 	passed=$((passed + 1))
+fi
+echo "== module calls (scripts/module-cycles.py)"
+if cycles=$(python3 scripts/module-cycles.py 2>&1); then
+	echo "ok module-cycles: $(tail -n1 <<<"$cycles")"
+	passed=$((passed + 1))
+else
+	echo "$cycles"
+	echo "not ok module-cycles: a module calls back into one that calls it"
+	failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Unit tests for src/address.c. Parsing only: nothing here opens a socket. */
+/* Unit tests for src/common/address.c. Parsing only: nothing here opens a socket. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Unit tests for src/config.c. Each case writes a temporary file under /tmp and checks the
+ * Unit tests for src/common/config.c. Each case writes a temporary file under /tmp and checks the
  * exact "PATH:LINE: " prefix of the message. Run from the repository root (the shipped
  * example is read from config/vsockmap.conf).
  */

@@ -68,6 +68,10 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts);
 int daemon_run(struct daemon *d);
 void daemon_stop(struct daemon *d);
 
-uint64_t daemon_next_id(struct daemon *d);
+/* Redirect ids: 1, 2, ... (a restart carries on from the largest taken back). */
+static inline uint64_t daemon_next_id(struct daemon *d)
+{
+	return ++d->next_id;
+}
 
 #endif

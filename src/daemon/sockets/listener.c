@@ -9,7 +9,6 @@
 #include "daemon.h"
 #include "dgram_forwarder.h"
 #include "fd_spare.h"
-#include "handover.h"
 #include "held_read.h"
 #include "listener.h"
 #include "log.h"
@@ -19,6 +18,8 @@
 #include "socket_activation.h"
 #include "sockopt.h"
 #include "util.h"
+
+static const struct listener_ops listener_ops; /* the calls up from its redirects, at the end */
 
 #define ACCEPT_BATCH 64
 /* Out of file descriptors and no spare to refuse with: try again after this long. */
@@ -80,7 +81,7 @@ static bool accept_failed(struct listener *l, int err)
 	}
 	/* Level-triggered: left enabled, the waiting connection would wake us at once again. */
 	if (!l->retry && sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
-						     ACCEPT_RETRY_USEC, 0, accept_again, l) >= 0)
+						    ACCEPT_RETRY_USEC, 0, accept_again, l) >= 0)
 		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
 	return false;
 }
@@ -100,14 +101,15 @@ static bool peer_admitted(struct listener *l, int cfd)
 	l->refused++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
 	if (r == -EACCES)
-		log_fields(LOG_WARNING,
-			   LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
-			   "[%s] refused pid %d (uid %u, gid %u) on %s: not in allow-uid or allow-gid",
-			   l->rc->name, (int)cred.pid, (unsigned int)cred.uid,
-			   (unsigned int)cred.gid, l->where);
+		log_fields(
+		    LOG_WARNING,
+		    LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
+		    "[%s] refused pid %d (uid %u, gid %u) on %s: not in allow-uid or allow-gid",
+		    l->rc->name, (int)cred.pid, (unsigned int)cred.uid, (unsigned int)cred.gid,
+		    l->where);
 	else
-		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
-				 r, "[%s] refused a connection on %s: cannot read its credentials",
+		log_fields_errno(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen), r,
+				 "[%s] refused a connection on %s: cannot read its credentials",
 				 l->rc->name, l->where);
 	return false;
 }
@@ -167,7 +169,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 				  l->where);
 		}
 		if (l->rc->once) {
-			/* socat without fork: this one connection, then exit (listener_redirect_closed()). */
+			/* socat without fork: this one connection, then exit
+			 * (listener_redirect_closed()). */
 			listener_pause(l);
 			return 0;
 		}
@@ -189,19 +192,20 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	}
 	if (fd != -ENOENT)
 		return fd; /* logged */
-	fd = address_is_stream_listener(&rc->listen) ? handover_claim_listener(l->d, rc) : -ENOENT;
+	fd = address_is_stream_listener(&rc->listen)
+		 ? passed_fds_take_name(&l->d->passed, STORED_LISTENER_PREFIX, rc->name)
+		 : -ENOENT;
 	if (fd >= 0) {
 		l->adopted = true;
 		return fd;
 	}
 	fd = address_has_file(&rc->listen) ? unix_listener_open(&rc->listen, &why)
-					    : net_listener_open(&rc->listen, &why);
+					   : net_listener_open(&rc->listen, &why);
 	if (fd == -EADDRINUSE)
 		log_fields(LOG_ERR, ctx, "[%s] %s: another process is listening on it", rc->name,
 			   l->where);
 	else if (fd == -EEXIST)
-		log_fields(LOG_ERR, ctx, "[%s] %s: exists and is not a socket", rc->name,
-			   l->where);
+		log_fields(LOG_ERR, ctx, "[%s] %s: exists and is not a socket", rc->name, l->where);
 	else if (fd < 0)
 		log_fields_errno(LOG_ERR, ctx, fd, "[%s] %s: %s", rc->name, l->where, why);
 	return fd;
@@ -233,14 +237,15 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
+	l->ops = &listener_ops;
 	l->d = d;
 	l->conf = *rc;
 	l->rc = &l->conf;
 	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
-	snprintf(l->where, sizeof(l->where), "%s", address_has_file(&rc->listen) ? rc->listen.path
-										 : listen);
+	snprintf(l->where, sizeof(l->where), "%s",
+		 address_has_file(&rc->listen) ? rc->listen.path : listen);
 	if (!d->dp)
 		listener_set_userspace(l, d->userspace_why);
 	else if (!address_has_file(&rc->listen))
@@ -258,7 +263,8 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	 * whose credentials differ, so an skb sent before the daemon set the option on the
 	 * accepted socket would stop the sweep's one read early (dir_sweep()).
 	 */
-	err = rc->listen.kind == ADDRESS_UNIX_LISTEN && !l->userspace ? held_read_prepare(l->fd) : 0;
+	err =
+	    rc->listen.kind == ADDRESS_UNIX_LISTEN && !l->userspace ? held_read_prepare(l->fd) : 0;
 	if (err) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: SO_PASSCRED", rc->name, l->where);
 		listener_close(l);
@@ -271,8 +277,7 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	else
 		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
-		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name,
-				 l->where);
+		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
 		goto out_close;
 	}
 	/* A passed socket's file already has the mode and owner its .socket unit gave it. */
@@ -286,10 +291,10 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s; data path: %s%s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", l->where,
 		   l->activated ? " (socket passed by systemd)"
-		   : l->adopted	 ? " (taken back from the previous instance)"
-				 : "",
-		   l->userspace ? "user space (" : "kernel",
-		   l->userspace ? l->userspace_why : "", l->userspace ? ")" : "");
+		   : l->adopted ? " (taken back from the previous instance)"
+				: "",
+		   l->userspace ? "user space (" : "kernel", l->userspace ? l->userspace_why : "",
+		   l->userspace ? ")" : "");
 	*out = l;
 	return 0;
 
@@ -305,7 +310,7 @@ void listener_set_userspace(struct listener *l, const char *why)
 	snprintf(l->userspace_why, sizeof(l->userspace_why), "%s", why);
 }
 
-bool listener_target_refused(struct listener *l, int err)
+static bool listener_target_refused(struct listener *l, int err)
 {
 	static const char why[] = "the kernel cannot put the target socket in a sockhash "
 				  "(EOPNOTSUPP; vsock needs Linux 6.4)";
@@ -342,6 +347,7 @@ struct listener *listener_placeholder(struct daemon *d, const char *section,
 
 	if (!l)
 		return NULL;
+	l->ops = &listener_ops;
 	l->d = d;
 	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
 	l->conf.connect.kind = target_kind; /* the unix target's half-close rule */
@@ -356,12 +362,12 @@ void listener_limit_changed(struct listener *l)
 	accepting(l, !at_limit(l));
 }
 
-void listener_redirect_opened(struct listener *l)
+static void listener_redirect_opened(struct listener *l)
 {
 	l->live++;
 }
 
-void listener_redirect_failed(struct listener *l)
+static void listener_redirect_failed(struct listener *l)
 {
 	l->failed++;
 }
@@ -371,7 +377,7 @@ const struct traffic *listener_closed_traffic(const struct listener *l)
 	return &l->closed;
 }
 
-void listener_redirect_closed(struct listener *l, const struct traffic *moved)
+static void listener_redirect_closed(struct listener *l, const struct traffic *moved)
 {
 	traffic_add(&l->closed, moved);
 	l->live--;
@@ -383,3 +389,10 @@ void listener_redirect_closed(struct listener *l, const struct traffic *moved)
 	if (l->retired && !l->live)
 		free(l);
 }
+
+static const struct listener_ops listener_ops = {
+    .redirect_opened = listener_redirect_opened,
+    .redirect_failed = listener_redirect_failed,
+    .redirect_closed = listener_redirect_closed,
+    .target_refused = listener_target_refused,
+};

@@ -13,12 +13,27 @@
 
 struct daemon;
 struct dgram_forwarder;
+struct listener;
+
+/*
+ * What a listener's redirects and datagram forwarder tell it: the calls up, as a table the
+ * listener hands down (listener.c fills it), so that redirect/ never calls listener.c.
+ */
+struct listener_ops {
+	void (*redirect_opened)(struct listener *l);
+	void (*redirect_failed)(struct listener *l);
+	void (*redirect_closed)(struct listener *l, const struct traffic *moved);
+	/* err from adding a target to the sockhash: true if the redirect should run in user
+	 * space instead (EOPNOTSUPP, datapath=auto); the listener's later ones do too. */
+	bool (*target_refused)(struct listener *l, int err);
+};
 
 struct listener {
+	const struct listener_ops *ops;
 	struct daemon *d;
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */
-	bool retired; /* its section was removed: not listening, freed with its last redirect */
+	bool retired;	  /* its section was removed: not listening, freed with its last redirect */
 	bool handed_over; /* in systemd's fd store for the next instance: keep the socket file */
 	bool adopted;	  /* taken back from the previous instance through the fd store */
 	int fd;
@@ -48,12 +63,6 @@ void listener_retire(struct listener *l);
 
 /* Its redirects run in user space, for the reason given (logged with the listener). */
 void listener_set_userspace(struct listener *l, const char *why);
-/*
- * err from adding a redirect's target to the sockhash: true if the redirect should run in
- * user space instead (EOPNOTSUPP, datapath=auto). The listener's later redirects do too;
- * logged once per listener.
- */
-bool listener_target_refused(struct listener *l, int err);
 
 /* Stop accepting for now (a restart hands the socket over; clients wait in the backlog). */
 void listener_pause(struct listener *l);
@@ -69,12 +78,6 @@ struct listener *listener_placeholder(struct daemon *d, const char *section,
 /* A reload changed max-children: accept again, or stop, as the new limit says. */
 void listener_limit_changed(struct listener *l);
 
-/* A redirect of l's exists (accepted, or taken back from the previous instance). */
-void listener_redirect_opened(struct listener *l);
-/* Its set-up failed (target refused or timed out, no slot): it closes next. */
-void listener_redirect_failed(struct listener *l);
-/* One of l's redirects has gone, having moved this much. */
-void listener_redirect_closed(struct listener *l, const struct traffic *moved);
 /* What l's closed redirects moved. */
 const struct traffic *listener_closed_traffic(const struct listener *l);
 

@@ -4,7 +4,7 @@
  * insert into the sockhash (DIR_SYNC), takes bytes left behind at the insert (DIR_SWEEP),
  * forwards what the verdict held while the gate was closed (DIR_CATCHUP), and at EOF waits
  * for the kernel's backlog before it passes the half-close on (DIR_DRAINING).
- * docs/kernel-notes.md says why each step is needed; src/gate.h has the gate protocol.
+ * docs/kernel-notes.md says why each step is needed; src/daemon/dataplane/gate.h has the gate protocol.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -51,8 +51,8 @@
 #include "util.h"
 
 #define HANDOVER_SETTLE_USEC (3 * USEC_PER_SEC)
-#define HANDOVER_POLL_USEC (5 * USEC_PER_MSEC)
-#define SHA_LEN 16
+#define HANDOVER_POLL_USEC   (5 * USEC_PER_MSEC)
+#define SHA_LEN		     16
 
 /* Stored for us by the previous instance (the rest is socket activation's). */
 static bool stored(const struct daemon *d, size_t i)
@@ -80,10 +80,12 @@ int handover_map_fd(void *ctx, const char *name)
 			continue;
 		if (strncmp(p, VSOCKMAP_BPF_SHA256, SHA_LEN)) {
 			if (!d->handover.sha_warned)
-				log_warn("the stored BPF maps belong to another build of the BPF object "
-					 "(sha256:%.16s, this one is sha256:%.16s): the redirects handed "
-					 "over are closed",
-					 p, VSOCKMAP_BPF_SHA256);
+				log_warn(
+				    "the stored BPF maps belong to another build of the BPF object "
+				    "(sha256:%.16s, this one is sha256:%.16s): the redirects "
+				    "handed "
+				    "over are closed",
+				    p, VSOCKMAP_BPF_SHA256);
 			d->handover.sha_warned = true;
 			continue;
 		}
@@ -91,17 +93,6 @@ int handover_map_fd(void *ctx, const char *name)
 		fd = fcntl(d->passed.v[i].fd, F_DUPFD_CLOEXEC, 3);
 		return fd < 0 ? -errno : fd;
 	}
-	return -ENOENT;
-}
-
-int handover_claim_listener(struct daemon *d, const struct redirect_config *rc)
-{
-	size_t i;
-
-	for (i = 0; i < d->passed.n; i++)
-		if (stored(d, i) && !strncmp(stored_name(d, i), "vsm-listen.", 11) &&
-		    !strcmp(stored_name(d, i) + 11, rc->name))
-			return passed_fds_take(&d->passed, i);
 	return -ENOENT;
 }
 
@@ -138,7 +129,8 @@ int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t 
 			continue;
 		err = reserve(ctx, p.slot);
 		if (err)
-			return log_errno(LOG_ERR, err, "taking back slot %" PRIu32 " of redirect %" PRIu64,
+			return log_errno(LOG_ERR, err,
+					 "taking back slot %" PRIu32 " of redirect %" PRIu64,
 					 p.slot, p.id);
 	}
 	return 0;
@@ -175,9 +167,9 @@ static enum address_kind target_kind(int fd)
 
 	if (getsockname(fd, (struct sockaddr *)&sa, &len))
 		return ADDRESS_VSOCK_CONNECT;
-	return sa.ss_family == AF_UNIX	 ? ADDRESS_UNIX_CONNECT
+	return sa.ss_family == AF_UNIX				     ? ADDRESS_UNIX_CONNECT
 	       : sa.ss_family == AF_INET || sa.ss_family == AF_INET6 ? ADDRESS_TCP_CONNECT
-								   : ADDRESS_VSOCK_CONNECT;
+								     : ADDRESS_VSOCK_CONNECT;
 }
 
 static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
@@ -260,7 +252,8 @@ void handover_release(struct daemon *d)
 	for (i = 0; i < d->passed.n; i++) {
 		if (!stored(d, i))
 			continue;
-		if (!strncmp(stored_name(d, i), "vsm-listen.", 11))
+		if (!strncmp(stored_name(d, i), STORED_LISTENER_PREFIX,
+			     strlen(STORED_LISTENER_PREFIX)))
 			unlink_listener(d->passed.v[i].fd);
 		safe_close(passed_fds_take(&d->passed, i));
 	}
@@ -320,7 +313,7 @@ static void store_all(struct daemon *d)
 
 		if (l->dgram || l->activated || l->fd < 0)
 			continue;
-		if (!store(l->fd, "vsm-listen.%s", l->rc->name))
+		if (!store(l->fd, STORED_LISTENER_PREFIX "%s", l->rc->name))
 			l->handed_over = true;
 	}
 	for (r = d->redirects; r; r = redirect_next(r)) {
@@ -335,7 +328,8 @@ static void store_all(struct daemon *d)
 		}
 		err = store(cfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.c.%s", id, slot, half,
 			    redirect_listener(r)->rc->name);
-		err = err ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
+		err = err
+			  ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
 				   redirect_listener(r)->rc->name);
 		if (err) {
 			log_errno(LOG_ERR, err, "handing redirect %" PRIu64 " to systemd", id);
@@ -377,7 +371,8 @@ bool handover_start(struct daemon *d)
 	r = systemd_job_is_restart();
 	if (r <= 0) {
 		if (r < 0 && r != -ENOTCONN)
-			log_errno(LOG_NOTICE, r, "asking systemd whether this is a restart: stopping");
+			log_errno(LOG_NOTICE, r,
+				  "asking systemd whether this is a restart: stopping");
 		return false;
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing the sockets over");

@@ -23,6 +23,8 @@ struct passed_fds {
 
 /* Every stored name starts with this; the other names are socket activation's. */
 #define HANDOVER_PREFIX "vsm-"
+/* A listening socket the previous instance created: this, then its section's name. */
+#define STORED_LISTENER_PREFIX HANDOVER_PREFIX "listen."
 
 /* Take what systemd passed, and unset LISTEN_*: nothing the daemon starts may think they are
  * its own. 0 (also when nothing was passed) or -errno. */
@@ -33,6 +35,9 @@ bool passed_fd_stored(const struct passed_fd *f);
 
 /* Entry i's fd, now the caller's; the entry stays, with fd -1. */
 int passed_fds_take(struct passed_fds *p, size_t i);
+
+/* Take the fd named prefix + name, not taken yet: the fd, or -ENOENT. */
+int passed_fds_take_name(struct passed_fds *p, const char *prefix, const char *name);
 
 /* Close what nobody took, and forget every entry. */
 void passed_fds_release(struct passed_fds *p);

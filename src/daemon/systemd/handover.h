@@ -32,8 +32,6 @@ int handover_map_fd(void *ctx, const char *name);
 /* Slots of the stored redirects, so that nothing else takes them: calls reserve() for each. */
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
 
-/* The stored listening socket of a section, or -ENOENT. */
-int handover_claim_listener(struct daemon *d, const struct redirect_config *rc);
 
 /*
  * Take back the stored redirects (after the listeners are open), then tell systemd to drop

@@ -303,7 +303,7 @@ static void on_connected(struct dgram_forwarder *f)
 		err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
 		err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
 		/* Refused: the verdict keeps holding every datagram; the daemon sends them all. */
-		if (listener_target_refused(f->l, err)) {
+		if (f->l->ops->target_refused(f->l, err)) {
 			f->userspace = true;
 			err = 0;
 		}

@@ -29,11 +29,6 @@
 
 #define CONTROL_SOCKET_MODE 0600
 
-uint64_t daemon_next_id(struct daemon *d)
-{
-	return ++d->next_id;
-}
-
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;

@@ -106,7 +106,7 @@ void redirect_free(struct redirect *r)
 	}
 	if (r->has_slot)
 		dataplane_slot_free(r->d->dp, r->slot);
-	listener_redirect_closed(r->l, &info.moved);
+	r->l->ops->redirect_closed(r->l, &info.moved);
 	if (!redirect_events_defer_free(r))
 		free(r);
 }
@@ -213,7 +213,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
 {
 	char target[160];
 
-	listener_redirect_failed(r->l);
+	r->l->ops->redirect_failed(r->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     redirect_target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
 	redirect_free(r);
@@ -256,7 +256,7 @@ static int link_pair(struct redirect *r)
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
 	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
-	if (listener_target_refused(r->l, err)) {
+	if (r->l->ops->target_refused(r->l, err)) {
 		dataplane_unlink(d->dp, r->ep[CLIENT].cookie);
 		r->linked = false;
 		r->userspace = true;
@@ -393,7 +393,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		d->redirects->prev = r;
 	d->redirects = r;
 	d->n_redirects++;
-	listener_redirect_opened(l);
+	l->ops->redirect_opened(l);
 	read_client_identity(r);
 	return r;
 }
