@@ -30,7 +30,7 @@ struct passed_fds {
  * its own. 0 (also when nothing was passed) or -errno. */
 int passed_fds_collect(struct passed_fds *p);
 
-/* Entry i is stored by the previous instance (its name starts with HANDOVER_PREFIX). */
+/* Stored by the previous instance for a restart: its name starts with HANDOVER_PREFIX. */
 bool passed_fd_stored(const struct passed_fd *f);
 
 /* Entry i's fd, now the caller's; the entry stays, with fd -1. */
