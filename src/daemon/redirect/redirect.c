@@ -20,6 +20,7 @@
 #include "util.h"
 
 static void collect_counters(struct redirect *r, struct redirect_info *info);
+static void close_on(struct redirect *r, enum redirect_event ev);
 
 const char *redirect_target_text(struct redirect *r, char *buf, size_t len)
 {
@@ -64,8 +65,8 @@ static void log_vsock_discard(const struct redirect *r)
 {
 	int n;
 
-	if (r->l->conf.listen.kind != ADDRESS_VSOCK_LISTEN || !r->stop_reading_target ||
-	    r->handed_over || r->ep[CLIENT].fd < 0)
+	if (r->l->conf.listen.kind != ADDRESS_VSOCK_LISTEN ||
+	    !redirect_phase_stops_target(r->phase) || r->ep[CLIENT].fd < 0)
 		return;
 	n = socket_inq(r->ep[CLIENT].fd);
 	if (n > 0)
@@ -74,7 +75,7 @@ static void log_vsock_discard(const struct redirect *r)
 			     "before the close (a vsock socket shut down for reading drops its "
 			     "receive queue)",
 			     n);
-	else if (n < 0 && !r->idle_closing) /* idle: nothing came for idle-timeout */
+	else if (n < 0 && r->phase != PHASE_IDLE_CLOSING) /* idle: nothing came for idle-timeout */
 		redirect_log(r, LOG_NOTICE,
 			     "what vsock discarded of the client's bytes "
 			     "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
@@ -85,6 +86,7 @@ static void log_vsock_discard(const struct redirect *r)
 void redirect_free(struct redirect *r)
 {
 	struct redirect_info info;
+	bool handed_over;
 	int i;
 
 	if (!r)
@@ -92,10 +94,12 @@ void redirect_free(struct redirect *r)
 	memset(&info, 0, sizeof(info));
 	collect_counters(r, &info);
 	log_vsock_discard(r);
+	handed_over = r->phase == PHASE_HANDED_OVER;
+	redirect_enter(r, REDIRECT_FREED);
 	redirect_unlink(r);
 	sd_event_source_disable_unref(r->timer);
 	/* A handed-over pair keeps its entries for the next instance. */
-	if (!r->handed_over)
+	if (!handed_over)
 		remove_map_entries(r);
 	redirect_events_forget(r);
 	for (i = 0; i < 2; i++) {
@@ -148,7 +152,7 @@ static const char *redirect_state(struct redirect *r)
 {
 	enum dir_state a = r->dir[CLIENT].state, b = r->dir[TARGET].state;
 
-	if (r->connecting)
+	if (r->phase == PHASE_CONNECTING)
 		return "connecting";
 	if (a == DIR_DRAINING || b == DIR_DRAINING)
 		return "draining";
@@ -275,7 +279,7 @@ void redirect_connected(struct redirect *r)
 {
 	int err;
 
-	r->connecting = false;
+	redirect_enter(r, REDIRECT_CONNECTED);
 	err = link_pair(r);
 	if (err) {
 		redirect_fail(r, err,
@@ -296,7 +300,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	struct redirect_info info;
 	uint64_t moved;
 
-	if (r->connecting || r->close_after_drain || r->idle_closing)
+	if (r->phase != PHASE_RUNNING && r->phase != PHASE_SETTLING)
 		return false;
 	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
 	if (r->has_slot && !dataplane_counted(r->d->dp, r->slot, CLIENT))
@@ -310,16 +314,21 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	}
 	if (now - r->idle_since_usec < timeout_usec)
 		return false;
-	r->idle_closing = true;
 	redirect_log(r, LOG_NOTICE, "no byte either way for %" PRIu64 " ms (idle-timeout)",
 		     (now - r->idle_since_usec) / USEC_PER_MSEC);
-	redirect_request_close(r);
+	close_on(r, REDIRECT_IDLE_TIMEOUT);
 	return true;
 }
 
 void redirect_request_close(struct redirect *r)
 {
-	if (r->connecting) {
+	close_on(r, REDIRECT_CLOSE_REQUESTED);
+}
+
+/* Close because of ev: the idle timeout, or a request. */
+static void close_on(struct redirect *r, enum redirect_event ev)
+{
+	if (r->phase == PHASE_CONNECTING) {
 		redirect_free(r);
 		return;
 	}
@@ -336,10 +345,9 @@ void redirect_request_close(struct redirect *r)
 	 * of its had returned.
 	 */
 	r->dir[CLIENT].drain_not_before_usec = now_usec() + GATE_VERDICT_GRACE_USEC;
-	r->stop_reading_target = true;
-	r->close_after_drain = true;
+	redirect_enter(r, ev);
 	if (r->dir[CLIENT].state == DIR_OPEN)
-		r->dir[CLIENT].state = DIR_DRAINING;
+		dir_enter(r, CLIENT, DIR_SOURCE_ENDED);
 	redirect_log(r, LOG_INFO, "closing on request");
 	redirect_step(r);
 }
@@ -418,7 +426,6 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 		redirect_connected(r);
 		return 0;
 	}
-	r->connecting = true;
 	err = redirect_arm_timer(r, r->connect.deadline_usec);
 	err = err ?: redirect_update_io(r);
 	if (err < 0)
@@ -439,12 +446,13 @@ bool redirect_settle(struct redirect *r, const char **why)
 	struct vsockmap_gate *gate;
 
 	*why = NULL;
-	if (r->connecting || r->close_after_drain || r->ep[CLIENT].hup || r->ep[TARGET].hup) {
-		*why = r->connecting ? "still connecting" : "closing";
+	if (r->phase == PHASE_CONNECTING || redirect_phase_closing(r->phase) ||
+	    r->ep[CLIENT].hup || r->ep[TARGET].hup) {
+		*why = r->phase == PHASE_CONNECTING ? "still connecting" : "closing";
 		return false;
 	}
-	if (!r->settling) {
-		r->settling = true;
+	if (r->phase != PHASE_SETTLING) {
+		redirect_enter(r, REDIRECT_SETTLE);
 		redirect_update_io(r);
 	}
 	/* A direction that is done has passed its EOF on: the other one may still be live. */
@@ -487,7 +495,7 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 
 void redirect_mark_handed_over(struct redirect *r)
 {
-	r->handed_over = true;
+	redirect_enter(r, REDIRECT_HANDED_OVER);
 }
 
 int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
@@ -504,6 +512,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 		/* Carried in user space before: nothing in the maps, the daemon copies both ways.
 		 */
 		r->userspace = true;
+		redirect_enter(r, REDIRECT_CONNECTED);
 		r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_COPY;
 		r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
 		redirect_step(r);
@@ -521,6 +530,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 			return err;
 		}
 	}
+	redirect_enter(r, REDIRECT_CONNECTED);
 	gate = dataplane_gate(d->dp, slot, CLIENT);
 	r->dir[CLIENT].held_taken = gate_held(gate);
 	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;

@@ -295,7 +295,7 @@ void dir_copy(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (r->settling && source_never_mapped(r, src)) {
+	if (r->phase == PHASE_SETTLING && source_never_mapped(r, src)) {
 		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
 		if (flush_buf(r, src))
 			splice_flush(r, src);
@@ -311,19 +311,19 @@ void dir_copy(struct redirect *r, int src)
 			n = forward_some(r, src);
 		}
 	} while (n > 0 && !dir_pending(dir));
-	if (n == -EAGAIN && src == TARGET && r->stop_reading_target)
+	if (n == -EAGAIN && src == TARGET && redirect_phase_stops_target(r->phase))
 		n = 0;
 	if (n > 0 || n == -EAGAIN)
 		return; /* blocked on the destination, or nothing more yet */
 	if (n < 0 || peer_closed(r->ep[src].fd)) {
-		r->close_after_drain = true; /* the source is broken, or its peer gone for good */
+		redirect_enter(r, REDIRECT_PEER_GONE); /* the source is broken, or its peer gone */
 		/*
 		 * Nothing the daemon reads the other way can reach it now. A vsock peer's close
 		 * shows no EPOLLHUP (poll_endpoint()): without this, a user-space pair would wait
 		 * for the client forever, and the client for its EOF.
 		 */
 		if (r->dir[1 - src].state == DIR_COPY && !dir_pending(&r->dir[1 - src]))
-			r->dir[1 - src].state = DIR_DONE;
+			dir_enter(r, 1 - src, DIR_DEST_GONE);
 	}
 	if (dir_pending(dir))
 		return;
@@ -331,7 +331,7 @@ void dir_copy(struct redirect *r, int src)
 	 * A source that is gone for good (the server closed) closes the pair right away, so the
 	 * client's next write fails with EPIPE instead of vanishing; otherwise pass the half-close.
 	 */
-	if (!dst->hup && !r->ep[src].hup && !r->close_after_drain)
+	if (!dst->hup && !r->ep[src].hup && !redirect_phase_closing(r->phase))
 		shutdown(dst->fd, SHUT_WR);
-	dir->state = DIR_DONE;
+	dir_enter(r, src, DIR_FINISHED);
 }

@@ -41,7 +41,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	events->batch_pass = true;
 	for (i = 0; i < n; i++) {
 		r = ev[i].data.ptr;
-		if (r->dead || r->batch == events->batch)
+		if (r->phase == PHASE_FREED || r->batch == events->batch)
 			continue;
 		r->batch = events->batch;
 		redirect_step(r);
@@ -52,7 +52,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		r = events->wants_pass;
 		events->wants_pass = r->next_wants_pass;
 		r->wants_pass = false;
-		if (!r->dead)
+		if (r->phase != PHASE_FREED)
 			redirect_step(r);
 	}
 	events->dispatching = false;
@@ -123,13 +123,13 @@ int redirect_update_io(struct redirect *r)
 		struct direction *in = &r->dir[1 - i]; /* data the daemon writes into it */
 		uint32_t ev = 0;
 
-		if (r->connecting) {
+		if (r->phase == PHASE_CONNECTING) {
 			ev = i == TARGET ? EPOLLOUT : 0;
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
 			    !dir_pending(out) && !out->sync_held_back &&
-			    !(r->settling && source_never_mapped(r, i)))
+			    !(r->phase == PHASE_SETTLING && source_never_mapped(r, i)))
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
 				ev |= EPOLLRDHUP;
@@ -142,7 +142,7 @@ int redirect_update_io(struct redirect *r)
 		 * only that HUP starts the drain that passes its end on to the target.
 		 */
 		if ((r->ep[i].hup && out->state != DIR_OPEN && out->state != DIR_SWEEP) ||
-		    (r->connecting && !ev)) {
+		    (r->phase == PHASE_CONNECTING && !ev)) {
 			if (r->ep[i].watched)
 				epoll_ctl(events->epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);
 			r->ep[i].watched = false;
@@ -210,7 +210,6 @@ bool redirect_events_defer_free(struct redirect *r)
 	if (!events->dispatching)
 		return false;
 	/* The batch may still hold events for it: free() it once the batch is done. */
-	r->dead = true;
 	r->next = events->zombies;
 	events->zombies = r;
 	return true;

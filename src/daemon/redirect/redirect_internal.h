@@ -2,7 +2,9 @@
 /*
  * A redirect's insides, shared by the files of one stream redirect and nothing else:
  *   redirect.c             its life: set-up, counters, close on request, restart hand-over
- *   redirect_step.c        one step: both endpoints looked at, each direction moved on
+ *   redirect_phase.c       the transition tables of the phase and of each direction
+ *   redirect_step.c        one step: both endpoints looked at, each direction moved on;
+ *                          every transition applied (redirect_enter(), dir_enter())
  *   redirect_kernel_path.c the way the kernel carries: insert, left-behind bytes, gate
  *                          catch-up, drain at EOF
  *   redirect_copy.c        the bytes the daemon moves itself
@@ -20,6 +22,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon.h"
+#include "redirect_phase.h"
 #include "listener.h"
 #include "target_connect.h"
 #include "log.h"
@@ -34,16 +37,6 @@
 
 enum { CLIENT = 0, TARGET = 1 };
 
-enum dir_state {
-	DIR_SYNC,     /* the daemon forwards what arrived before the kernel takes over */
-	DIR_OPEN,     /* the kernel redirects */
-	DIR_SWEEP,    /* gate closed: take what was left behind at the insert (dir_sweep()) */
-	DIR_CATCHUP,  /* gate closed: forward what the verdict held, then open it */
-	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
-	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
-	DIR_DONE,
-};
-
 struct endpoint {
 	int fd;
 	uint64_t cookie;
@@ -54,7 +47,7 @@ struct endpoint {
 };
 
 struct direction {
-	enum dir_state state;
+	enum dir_state state; /* changed by dir_enter() only, once set up */
 	char *buf; /* bytes read from the source, not yet written to the destination */
 	size_t buf_len, buf_off;
 	uint64_t user_bytes; /* forwarded by the daemon (the kernel counts the rest) */
@@ -91,17 +84,11 @@ struct redirect {
 	bool has_slot;
 	bool userspace; /* the daemon carries both ways: no sockhash (datapath=userspace) */
 	bool linked;	/* the client's cookie is in the links map */
-	bool connecting;
-	bool close_after_drain;
-	bool stop_reading_target; /* closing on request: deliver what is queued, then stop */
-	bool idle_closing;	  /* closed by the idle timeout */
+	enum redirect_phase phase; /* changed by redirect_enter() only */
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
 	uint64_t idle_since_usec; /* when idle_bytes last changed */
-	bool settling;	  /* restart: read no more from the target, so that nothing is in flight */
-	bool handed_over; /* in systemd's fd store: its map entries are the next instance's */
 	sd_event_source *timer;
 	unsigned int batch; /* the last events batch that stepped it */
-	bool dead;	    /* freed during an events batch: free()d after it */
 	bool wants_pass;    /* on events.wants_pass: step again after the batch's pass */
 	struct redirect *next_wants_pass;
 	uint64_t started_usec;
@@ -160,11 +147,13 @@ const char *redirect_target_text(struct redirect *r, char *buf, size_t len);
 /* ---- redirect_step.c ---- */
 
 void redirect_step(struct redirect *r);
+/* The one way the phase changes: the change ev makes (redirect_phase.c), or abort. */
+void redirect_enter(struct redirect *r, enum redirect_event ev);
+/* The one way a direction's state changes, with what entering the new state does. */
+void dir_enter(struct redirect *r, int src, enum dir_event ev);
 
 /* ---- redirect_kernel_path.c: one function per direction state ---- */
 
-/* The kernel carries the direction now: give the buffer back. */
-void dir_set_open(struct direction *dir);
 void dir_sync(struct redirect *r, int src);		 /* DIR_SYNC */
 void dir_check_left_behind(struct redirect *r, int src); /* DIR_OPEN */
 void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */

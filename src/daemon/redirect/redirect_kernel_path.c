@@ -22,17 +22,6 @@
 /* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
 #define STALL_USEC (20 * USEC_PER_MSEC)
 
-/* The kernel carries the direction now: give the buffer back. */
-void dir_set_open(struct direction *dir)
-{
-	dir->state = DIR_OPEN;
-	if (!dir_pending(dir)) {
-		free(dir->buf);
-		dir->buf = NULL;
-		dir->buf_size = 0;
-	}
-}
-
 /*
  * Forward what the client sent before the kernel takes over, then put the client socket in
  * the sockhash. The daemon never reads a source while it is mapped: the verdict dequeues one
@@ -64,7 +53,7 @@ void dir_sync(struct redirect *r, int src)
 		n = forward_some(r, src);
 	while (n > 0 && dir->buf_off == dir->buf_len);
 	if (n == 0 || (n < 0 && n != -EAGAIN)) {
-		dir->state = DIR_DRAINING; /* EOF or error on the source */
+		dir_enter(r, src, DIR_SOURCE_ENDED); /* EOF or an error */
 		return;
 	}
 	if (dir->buf_off < dir->buf_len)
@@ -76,11 +65,11 @@ insert:
 	if (err) {
 		redirect_log_errno(r, LOG_WARNING, err,
 				   "adding the client to the sockhash; the daemon carries it");
-		dir->state = DIR_COPY;
+		dir_enter(r, src, DIR_INSERT_FAILED);
 		return;
 	}
 	ep->in_map = true;
-	dir_set_open(dir);
+	dir_enter(r, src, DIR_INSERTED);
 	n = socket_inq(ep->fd);
 	if (n > 0) {
 		r->d->late_inserts++;
@@ -145,7 +134,7 @@ void dir_check_left_behind(struct redirect *r, int src)
 	}
 	gate_close_dir(r, src);
 	dir->drain_started_usec = 0;
-	dir->state = DIR_SWEEP;
+	dir_enter(r, src, DIR_LEFT_BEHIND);
 }
 
 static bool dir_drained(struct redirect *r, int src)
@@ -275,7 +264,7 @@ void dir_sweep(struct redirect *r, int src)
 		dir->left_behind = q > 0 ? q : 0;
 		dir->left_verdicts = UINT64_MAX;
 		dir->left_check_usec = now_usec() + STALL_USEC;
-		dir->state = DIR_CATCHUP;
+		dir_enter(r, src, DIR_SWEPT);
 		return;
 	}
 	if (q > 0) {
@@ -305,7 +294,7 @@ void dir_sweep(struct redirect *r, int src)
 	dir->left_behind = q > 0 && n > 0 && n < q ? q - n : 0;
 	dir->left_verdicts = UINT64_MAX;
 	dir->left_check_usec = now_usec() + STALL_USEC;
-	dir->state = DIR_CATCHUP;
+	dir_enter(r, src, DIR_SWEPT);
 	redirect_log(r, LOG_DEBUG,
 		     "took %zd of %" PRId64 " bytes left behind at the "
 		     "insert",
@@ -395,7 +384,7 @@ void dir_catchup(struct redirect *r, int src)
 		dir->held_in_flight = n == -EINPROGRESS;
 		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINPROGRESS) ||
 		    (n == -EINPROGRESS && held_owed_expired(r, src))) {
-			dir->state = DIR_DRAINING;
+			dir_enter(r, src, DIR_SOURCE_ENDED);
 			return;
 		}
 		if (dir->buf_off < dir->buf_len || n == -EINPROGRESS)
@@ -408,7 +397,7 @@ void dir_catchup(struct redirect *r, int src)
 		return;
 	}
 	if (now_usec() - dir->gate_usec >= GATE_VERDICT_GRACE_USEC)
-		dir_set_open(dir);
+		dir_enter(r, src, DIR_CAUGHT_UP);
 }
 
 /*
@@ -461,7 +450,7 @@ void dir_drain(struct redirect *r, int src)
 	if (!dst->hup &&
 	    !(r->dir[1 - src].state == DIR_DONE && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
 		shutdown(dst->fd, SHUT_WR);
-	dir->state = DIR_DONE;
+	dir_enter(r, src, DIR_FINISHED);
 	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",
 		     src == CLIENT ? "client->target" : "target->client",
 		     now_usec() - dir->drain_started_usec);

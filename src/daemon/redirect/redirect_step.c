@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -38,6 +39,38 @@ static void log_target_error(struct redirect *r)
 		     strerror(err < 0 ? -err : EIO));
 }
 
+void redirect_enter(struct redirect *r, enum redirect_event ev)
+{
+	int to = redirect_phase_after(r->phase, ev);
+
+	if (to < 0) {
+		redirect_log(r, LOG_CRIT, "BUG: event \"%s\" in phase %s", redirect_event_name(ev),
+			     redirect_phase_name(r->phase));
+		abort();
+	}
+	r->phase = to;
+}
+
+void dir_enter(struct redirect *r, int src, enum dir_event ev)
+{
+	struct direction *dir = &r->dir[src];
+	int to = dir_state_after(dir->state, ev);
+
+	if (to < 0) {
+		redirect_log(r, LOG_CRIT, "BUG: %s: event \"%s\" in state %s",
+			     src == CLIENT ? "client->target" : "target->client",
+			     dir_event_name(ev), dir_state_name(dir->state));
+		abort();
+	}
+	dir->state = to;
+	/* The kernel carries the direction now: give the buffer back. */
+	if (to == DIR_OPEN && !dir_pending(dir)) {
+		free(dir->buf);
+		dir->buf = NULL;
+		dir->buf_size = 0;
+	}
+}
+
 static void poll_endpoint(struct redirect *r, int i)
 {
 	struct pollfd pfd = {.fd = r->ep[i].fd, .events = POLLRDHUP};
@@ -50,12 +83,12 @@ static void poll_endpoint(struct redirect *r, int i)
 		/* Broken or fully closed: nothing more goes to it; finish the other way, then
 		 * close. */
 		r->ep[i].hup = true;
-		r->close_after_drain = true;
+		redirect_enter(r, REDIRECT_PEER_GONE);
 		if (r->dir[1 - i].state != DIR_DONE)
-			r->dir[1 - i].state = DIR_DONE;
+			dir_enter(r, 1 - i, DIR_DEST_GONE);
 	}
 	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
-		r->dir[i].state = DIR_DRAINING;
+		dir_enter(r, i, DIR_SOURCE_ENDED);
 	/*
 	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
 	 * so the verdict now passes the client's bytes up instead of redirecting them: carry
@@ -66,7 +99,7 @@ static void poll_endpoint(struct redirect *r, int i)
 	if (i == TARGET && (pfd.revents & POLLRDHUP) &&
 	    r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
 	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC))
-		r->dir[CLIENT].state = DIR_COPY;
+		dir_enter(r, CLIENT, DIR_TARGET_UNHASHED);
 }
 
 /* Still has bytes to deliver before the pair may close. */
@@ -96,7 +129,9 @@ void redirect_step(struct redirect *r)
 	uint64_t deadline = 0, now;
 	int i, err;
 
-	if (r->connecting) {
+	if (r->phase == PHASE_HANDED_OVER)
+		return; /* its sockets are the next instance's */
+	if (r->phase == PHASE_CONNECTING) {
 		err = timed_connect_check(&r->connect, r->ep[TARGET].fd, now_usec());
 		if (err > 0)
 			redirect_connected(r);
@@ -123,7 +158,7 @@ void redirect_step(struct redirect *r)
 			dir_copy(r, i);
 	}
 	if ((r->dir[CLIENT].state == DIR_DONE && r->dir[TARGET].state == DIR_DONE) ||
-	    (r->close_after_drain && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
+	    (redirect_phase_closing(r->phase) && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
 		log_closed(r);
 		redirect_free(r);
 		return;
