@@ -93,8 +93,6 @@ static int conn_flush(struct control_conn *conn)
 		n = send(conn->fd, conn->out + conn->out_off, conn->out_len - conn->out_off,
 			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
 			if (errno == EAGAIN)
 				return 0;
 			return -errno;
@@ -438,7 +436,7 @@ static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *
 		}
 		if (errno == EAGAIN)
 			break;
-		if (errno == EINTR || errno == ECONNABORTED)
+		if (errno == ECONNABORTED)
 			continue;
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* Level-triggered: without a pause the loop would spin on this listener. */

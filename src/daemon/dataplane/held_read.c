@@ -27,9 +27,7 @@ int held_read_native(int fd)
 	};
 	ssize_t n;
 
-	do
-		n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+	n = recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0)
 		return -errno;
 	/*
@@ -49,8 +47,6 @@ ssize_t held_read(int fd, void *buf, size_t len)
 		return native;
 	if (native)
 		return -EINPROGRESS;
-	do
-		n = recv(fd, buf, len, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
+	n = recv(fd, buf, len, MSG_DONTWAIT);
 	return n < 0 ? -errno : n;
 }

@@ -162,9 +162,7 @@ static int send_pending(struct dgram_forwarder *f)
 {
 	ssize_t n;
 
-	do
-		n = send(f->target_fd, f->buf, f->pending, MSG_DONTWAIT | MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = send(f->target_fd, f->buf, f->pending, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	/* A stream target takes part of a datagram only when nearly full: keep the rest. */
@@ -192,9 +190,7 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	ssize_t n;
 
 	if (!f->gp) {
-		do
-			n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
+		n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
 		return n < 0 ? -errno : n;
 	}
 	held = gate_held(f->gate);
@@ -207,9 +203,7 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	 * about to see; reading it here could overtake a held one still on its way.
 	 */
 	if (f->l->activated && !f->gate->open && held_read_native(f->l->fd) == 1) {
-		do
-			n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
+		n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
 		if (n >= 0 || errno != EAGAIN)
 			return n < 0 ? -errno : n;
 	}

@@ -69,8 +69,6 @@ int flush_buf(struct redirect *r, int src)
 		n = send(dst->fd, dir->buf + dir->buf_off, dir->buf_len - dir->buf_off,
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
 			if (errno == EAGAIN || write_deferred(dir, errno))
 				return 0;
 			dst_failed(r, src, errno, dir->buf_len - dir->buf_off);
@@ -84,18 +82,24 @@ int flush_buf(struct redirect *r, int src)
 	return 1;
 }
 
-/* The source's peer will send no more (read before reading, see forward_some()). */
-bool peer_shut_down(int fd)
+/*
+ * The source's peer will send no more (read before reading, see forward_some()). Once seen
+ * it stays true: a shutdown is never taken back, so it is asked of the kernel until then.
+ */
+bool peer_shut_down(struct endpoint *ep)
 {
-	struct pollfd pfd = {.fd = fd, .events = POLLRDHUP};
+	struct pollfd pfd = {.fd = ep->fd, .events = POLLRDHUP};
 
-	return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
+	if (!ep->shut_seen)
+		ep->shut_seen = poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
+	return ep->shut_seen;
 }
 
 /*
  * The peer closed, not just shut down writing. A zero-length send fails with EPIPE once the
  * peer stopped receiving (vsock checks peer_shutdown before anything else); a unix peer's
- * close shows as EPOLLHUP instead.
+ * close shows as EPOLLHUP instead. No readiness says it for vsock: vsock_poll() reports
+ * EPOLLHUP for a closed peer only once this side has shut down writing too.
  */
 static bool peer_closed(int fd)
 {
@@ -119,13 +123,13 @@ char *dir_buf(struct direction *dir)
  * its shutdown arrives, so nothing can follow. The poll comes only after an EAGAIN, and then
  * the read is repeated: a read that returned data needs no poll.
  */
-static int read_failed(int fd, bool *shut)
+static int read_failed(struct endpoint *ep, bool *shut)
 {
 	if (errno != EAGAIN)
 		return -errno;
 	if (*shut)
 		return 0;
-	if (!peer_shut_down(fd))
+	if (!peer_shut_down(ep))
 		return -EAGAIN;
 	*shut = true;
 	return 1;
@@ -144,12 +148,10 @@ ssize_t forward_some(struct redirect *r, int src)
 	if (!dir_buf(dir))
 		return -ENOMEM;
 	for (;;) {
-		do
-			n = recv(r->ep[src].fd, dir->buf, dir->buf_size, MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
+		n = recv(r->ep[src].fd, dir->buf, dir->buf_size, MSG_DONTWAIT);
 		if (n >= 0)
 			break;
-		err = read_failed(r->ep[src].fd, &shut);
+		err = read_failed(&r->ep[src], &shut);
 		if (err <= 0)
 			return err;
 	}
@@ -177,8 +179,6 @@ static int splice_flush(struct redirect *r, int src)
 		n = splice(dir->pipe[0], NULL, dst->fd, NULL, dir->in_pipe,
 			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
 			if (errno == EAGAIN || write_deferred(dir, errno))
 				return 0;
 			dst_failed(r, src, errno, dir->in_pipe);
@@ -201,8 +201,6 @@ static ssize_t send_small(struct redirect *r, int src, const char *data, ssize_t
 	while (k < n && !dst->hup) {
 		w = send(dst->fd, data + k, n - k, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
-			if (errno == EINTR)
-				continue;
 			if (errno == EAGAIN || write_deferred(dir, errno))
 				break;
 			dst_failed(r, src, errno, n - k);
@@ -251,11 +249,9 @@ again:
 		 */
 		char small[SMALL_READ];
 
-		do
-			n = recv(r->ep[src].fd, small, sizeof(small), MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
+		n = recv(r->ep[src].fd, small, sizeof(small), MSG_DONTWAIT);
 		if (n < 0) {
-			err = read_failed(r->ep[src].fd, &shut);
+			err = read_failed(&r->ep[src], &shut);
 			if (err > 0)
 				goto again;
 			return err;
@@ -266,14 +262,12 @@ again:
 			dir->no_splice = true;
 		return send_small(r, src, small, n);
 	}
-	do
-		n = splice(r->ep[src].fd, NULL, dir->pipe[1], NULL, SPLICE_PIPE_SIZE,
-			   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	while (n < 0 && errno == EINTR);
+	n = splice(r->ep[src].fd, NULL, dir->pipe[1], NULL, SPLICE_PIPE_SIZE,
+		   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n < 0) {
 		if (errno == EINVAL)
 			return -EOPNOTSUPP;
-		err = read_failed(r->ep[src].fd, &shut);
+		err = read_failed(&r->ep[src], &shut);
 		if (err > 0)
 			goto again;
 		return err;

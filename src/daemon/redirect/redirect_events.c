@@ -21,30 +21,44 @@
  */
 #define EVENTS_BATCH 256
 
-/* The redirects' epoll set has events: step each redirect that has some, once. */
+/*
+ * The redirects' epoll set has events: step each redirect that has some, once, with what epoll
+ * said of both its endpoints (poll_endpoint() asks the kernel only what the interest mask
+ * could not have reported).
+ */
 static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct redirect_loop *events = userdata;
+	struct redirect *ready[EVENTS_BATCH], *r;
 	struct epoll_event ev[EVENTS_BATCH];
-	struct redirect *r;
-	int n, i;
+	int n, nr = 0, i;
 
 	(void)s;
 	(void)revents;
-	do
-		n = epoll_wait(fd, ev, EVENTS_BATCH, 0);
-	while (n < 0 && errno == EINTR);
-	/* More than a batch ready: the set stays readable and the loop comes back after the
-	 * other sources had their turn. */
+	/* A zero timeout never sleeps, so never sees EINTR. More than a batch ready: the set
+	 * stays readable and the loop comes back after the other sources had their turn. */
+	n = epoll_wait(fd, ev, EVENTS_BATCH, 0);
 	events->batch++;
 	events->dispatching = true;
 	events->batch_pass = true;
 	for (i = 0; i < n; i++) {
-		r = ev[i].data.ptr;
-		if (r->phase == PHASE_FREED || r->batch == events->batch)
+		struct endpoint *ep = ev[i].data.ptr;
+
+		r = ep->owner;
+		if (r->batch != events->batch) {
+			r->batch = events->batch;
+			r->ep[CLIENT].revents = r->ep[TARGET].revents = 0;
+			ready[nr++] = r;
+		}
+		ep->revents = ev[i].events;
+	}
+	for (i = 0; i < nr; i++) {
+		r = ready[i];
+		if (r->phase == PHASE_FREED) /* freed earlier in the batch */
 			continue;
-		r->batch = events->batch;
+		r->batch_fresh = true;
 		redirect_step(r);
+		r->batch_fresh = false;
 	}
 	/* One iterator pass for every drain that began in the batch (dir_drained()). */
 	events->batch_pass = false;
@@ -154,7 +168,8 @@ int redirect_update_io(struct redirect *r)
 		if (err < 0)
 			return err;
 		e.events = ev;
-		e.data.ptr = r;
+		e.data.ptr = &r->ep[i]; /* which endpoint is ready: on_events() */
+		r->ep[i].owner = r;
 		if (epoll_ctl(events->epfd, r->ep[i].watched ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
 			      r->ep[i].fd, &e))
 			return -errno;

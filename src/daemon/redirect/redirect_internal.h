@@ -40,10 +40,13 @@ enum { CLIENT = 0, TARGET = 1 };
 struct endpoint {
 	int fd;
 	uint64_t cookie;
-	uint32_t events; /* what it is registered for in the redirects' epoll set */
-	bool watched;	 /* registered there */
+	struct redirect *owner; /* the epoll registration points here (redirect_update_io()) */
+	uint32_t events;	/* what it is registered for in the redirects' epoll set */
+	uint32_t revents;	/* what the batch being stepped reported for it */
+	bool watched;		/* registered there */
 	bool in_map;
-	bool hup; /* closed or broken: nothing more can be sent to it */
+	bool hup;	/* closed or broken: nothing more can be sent to it */
+	bool shut_seen; /* its peer shut down writing: that never changes back */
 };
 
 struct direction {
@@ -88,7 +91,8 @@ struct redirect {
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
 	uint64_t idle_since_usec; /* when idle_bytes last changed */
 	sd_event_source *timer;
-	unsigned int batch; /* the last events batch that stepped it */
+	unsigned int batch; /* the last events batch that reported it */
+	bool batch_fresh;   /* being stepped by it: ep[].revents is what epoll saw just now */
 	bool wants_pass;    /* on events.wants_pass: step again after the batch's pass */
 	struct redirect *next_wants_pass;
 	uint64_t started_usec;
@@ -179,8 +183,8 @@ void redirect_events_want_pass(struct redirect *r);
 
 /* Write the pending buffer of direction src into its destination. 1: empty, 0: blocked. */
 int flush_buf(struct redirect *r, int src);
-/* The source's peer shut down writing, or closed. */
-bool peer_shut_down(int fd);
+/* The endpoint's peer shut down writing, or closed (remembered once seen). */
+bool peer_shut_down(struct endpoint *ep);
 /* The direction's buffer, allocated on first use; NULL without memory. */
 char *dir_buf(struct direction *dir);
 /* Read what the source holds and write it on. Bytes read, 0 at EOF, or -EAGAIN/-errno. */

@@ -278,9 +278,7 @@ void dir_sweep(struct redirect *r, int src)
 			dir->buf = buf;
 			dir->buf_size = size;
 		}
-		do
-			n = recv(r->ep[src].fd, dir->buf, q, MSG_DONTWAIT);
-		while (n < 0 && errno == EINTR);
+		n = recv(r->ep[src].fd, dir->buf, q, MSG_DONTWAIT);
 		if (n > 0) {
 			dir->buf_len = n;
 			flush_buf(r, src);
@@ -316,7 +314,7 @@ static ssize_t forward_held(struct redirect *r, int src)
 	if (!flush_buf(r, src))
 		return -EAGAIN;
 	if (dir->held_taken == gate_held(gate))
-		return peer_shut_down(fd) ? 0 : -EAGAIN;
+		return peer_shut_down(&r->ep[src]) ? 0 : -EAGAIN;
 	if (!dir_buf(dir))
 		return -ENOMEM;
 	n = held_read(fd, dir->buf, dir->buf_size);
@@ -349,7 +347,7 @@ static bool held_owed_expired(struct redirect *r, int src)
 	struct direction *dir = &r->dir[src];
 	uint64_t now = loop_tick(r), held;
 
-	if (!peer_shut_down(r->ep[src].fd)) {
+	if (!peer_shut_down(&r->ep[src])) {
 		dir->held_wait_usec = 0;
 		return false;
 	}

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "daemon.h"
@@ -71,12 +72,38 @@ void dir_enter(struct redirect *r, int src, enum dir_event ev)
 	}
 }
 
+/* The target is a unix server whose shutdown() takes it out of the egress map. */
+static bool watch_unhash(const struct redirect *r)
+{
+	return r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
+	       (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC);
+}
+
+/*
+ * What the step needs to know of endpoint i: hang-up and error always, and the peer's
+ * shutdown where it changes a direction (poll_endpoint()). In a step of the events batch,
+ * epoll has just said it for every endpoint whose interest mask holds it (it reports
+ * EPOLLHUP and EPOLLERR whatever the mask); only the rest is asked of the kernel.
+ */
+static uint32_t endpoint_events(struct redirect *r, int i)
+{
+	struct endpoint *ep = &r->ep[i];
+	uint32_t need = EPOLLHUP | EPOLLERR;
+	struct pollfd pfd = {.fd = ep->fd, .events = POLLRDHUP};
+
+	if (r->dir[i].state == DIR_OPEN || (i == TARGET && watch_unhash(r)))
+		need |= EPOLLRDHUP;
+	if (r->batch_fresh && ep->watched && !(need & ~(ep->events | EPOLLHUP | EPOLLERR)))
+		return ep->revents;
+	return poll(&pfd, 1, 0) > 0 ? pfd.revents : 0;
+}
+
 static void poll_endpoint(struct redirect *r, int i)
 {
-	struct pollfd pfd = {.fd = r->ep[i].fd, .events = POLLRDHUP};
+	struct pollfd pfd = {.revents = endpoint_events(r, i)};
 
-	if (poll(&pfd, 1, 0) <= 0)
-		return;
+	if (pfd.revents & (POLLRDHUP | POLLHUP))
+		r->ep[i].shut_seen = true;
 	if (i == TARGET && (pfd.revents & POLLERR) && !r->ep[i].hup)
 		log_target_error(r);
 	if (pfd.revents & (POLLHUP | POLLERR)) {
@@ -96,9 +123,7 @@ static void poll_endpoint(struct redirect *r, int i)
 	 * send(), so a read cannot overtake it unless skbs were left behind at the insert
 	 * (see dir_sync()).
 	 */
-	if (i == TARGET && (pfd.revents & POLLRDHUP) &&
-	    r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
-	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC))
+	if (i == TARGET && (pfd.revents & POLLRDHUP) && watch_unhash(r))
 		dir_enter(r, CLIENT, DIR_TARGET_UNHASHED);
 }
 
@@ -143,6 +168,7 @@ void redirect_step(struct redirect *r)
 	}
 	for (i = 0; i < 2; i++)
 		poll_endpoint(r, i);
+	r->batch_fresh = false; /* what the step does from here on is news to epoll's answer */
 	for (i = 0; i < 2; i++) {
 		if (r->dir[i].state == DIR_SYNC)
 			dir_sync(r, i);

@@ -150,7 +150,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		}
 		cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+			if (errno == EAGAIN || errno == ECONNABORTED)
 				return 0;
 			if (accept_failed(l, errno))
 				continue;
