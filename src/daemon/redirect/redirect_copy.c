@@ -84,14 +84,20 @@ int flush_buf(struct redirect *r, int src)
 
 /*
  * The source's peer will send no more (read before reading, see forward_some()). Once seen
- * it stays true: a shutdown is never taken back, so it is asked of the kernel until then.
+ * it stays true: a shutdown is never taken back. Until then the kernel is asked, unless the
+ * events batch being stepped said it had not happened (its interest mask held EPOLLRDHUP):
+ * a shutdown since then is reported by the next batch, since epoll is level-triggered.
  */
 bool peer_shut_down(struct endpoint *ep)
 {
 	struct pollfd pfd = {.fd = ep->fd, .events = POLLRDHUP};
+	const struct redirect_loop *loop = ep->owner ? &ep->owner->d->redirect_loop : NULL;
 
-	if (!ep->shut_seen)
-		ep->shut_seen = poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
+	if (ep->shut_seen)
+		return true;
+	if (loop && loop->dispatching && ep->unshut_batch == loop->batch)
+		return false;
+	ep->shut_seen = poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLRDHUP | POLLHUP));
 	return ep->shut_seen;
 }
 

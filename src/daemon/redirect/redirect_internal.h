@@ -47,6 +47,7 @@ struct endpoint {
 	bool in_map;
 	bool hup;	/* closed or broken: nothing more can be sent to it */
 	bool shut_seen; /* its peer shut down writing: that never changes back */
+	unsigned int unshut_batch; /* epoll said in this batch: not shut down (peer_shut_down()) */
 };
 
 struct direction {

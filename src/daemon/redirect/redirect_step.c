@@ -93,8 +93,11 @@ static uint32_t endpoint_events(struct redirect *r, int i)
 
 	if (r->dir[i].state == DIR_OPEN || (i == TARGET && watch_unhash(r)))
 		need |= EPOLLRDHUP;
-	if (r->batch_fresh && ep->watched && !(need & ~(ep->events | EPOLLHUP | EPOLLERR)))
+	if (r->batch_fresh && ep->watched && !(need & ~(ep->events | EPOLLHUP | EPOLLERR))) {
+		if ((ep->events & EPOLLRDHUP) && !(ep->revents & (EPOLLRDHUP | EPOLLHUP)))
+			ep->unshut_batch = r->batch;
 		return ep->revents;
+	}
 	return poll(&pfd, 1, 0) > 0 ? pfd.revents : 0;
 }
 
