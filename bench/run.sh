@@ -18,6 +18,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
+# shellcheck source=tests/lib/summary.sh
+. tests/lib/summary.sh
 OUT=$ROOT/.output
 
 usage() {
@@ -389,7 +391,7 @@ write_outputs
 echo "Durations: host part $(fmt_duration "${HOST_SECONDS:-0}"), VM part $(fmt_duration "${VM_SECONDS:-0}"), total $(fmt_duration "$TOTAL_SECONDS") (profile $profile)"
 if ((selftest)); then
 	selftest_verdict
-	echo "$st_pass passed, $st_fail failed"
+	result_line "$st_pass" "$st_fail"
 	((st_fail == 0))
 	exit
 fi

@@ -23,8 +23,8 @@ if [[ $where == host ]]; then
 	export E2E_DIR E2E_TARGET=unix E2E_TAIL=${E2E_TAIL:-128M} E2E_TAIL_RUNS=$runs
 	export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
 	trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
-	# shellcheck source=tests/vm/lib.sh
-	. tests/vm/lib.sh
+	# shellcheck source=tests/lib/harness.sh
+	. tests/lib/harness.sh
 	# shellcheck source=tests/e2e/scenarios.sh
 	. tests/e2e/scenarios.sh
 	signal=$(e2e_drain_signal "$@")

@@ -5,7 +5,7 @@
 # addresses. Each scenario runs once through each; both must deliver every byte (vsm-peer
 # verifies them) and agree on the exit status, except where vsockmapd differs on purpose
 # (README, Replacing socat). POSIX sh: the host suite runs it with unix and TCP targets, the
-# VM suite with vsock targets on CID 1. The caller sources tests/vm/lib.sh and sets E2E_DIR,
+# VM suite with vsock targets on CID 1. The caller sources tests/lib/harness.sh and sets E2E_DIR,
 # E2E_TARGET (unix | vsock) and PATH, as for scenarios.sh.
 
 CMD_PORT=${CMD_PORT:-17800}

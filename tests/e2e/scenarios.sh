@@ -3,7 +3,7 @@
 #
 # End-to-end scenarios through the real vsockmapd, shared by the host suite (targets are
 # unix sockets) and the VM suite (targets are real vsock on CID 1). POSIX sh, so it runs
-# under bash on the host and busybox sh in the VM. The caller sources tests/vm/lib.sh first
+# under bash on the host and busybox sh in the VM. The caller sources tests/lib/harness.sh first
 # (vmtest_pass/fail/skip, wait_for_file, now_ms) and sets:
 #
 #	E2E_TARGET   unix | vsock
@@ -831,4 +831,16 @@ e2e_run_userspace() {
 	scenario_userspace_reported
 	VMTEST_SUFFIX=
 	E2E_DATAPATH=
+}
+
+# The scenario list both tiers run, the host's unix and TCP targets and the VM's vsock
+# targets alike (tests/host/run.sh, tests/vm/suite-e2e.sh); each adds its own cases after.
+# E2E_SUBSET=drain (the locked-down run) leaves out the user-space repeat.
+e2e_run_common() {
+	e2e_run_streams
+	e2e_run_late_insert
+	e2e_run_dgram
+	e2e_check_bpf_object
+	[ "${E2E_SUBSET:-}" = drain ] || e2e_run_userspace
+	e2e_run_permanent
 }

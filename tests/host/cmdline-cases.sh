@@ -3,7 +3,7 @@
 #
 # socat's command line on this kernel: the compatibility scenarios against real socat
 # (tests/e2e/cmdline-scenarios.sh, unix and TCP targets; the VM runs them with vsock), fork,
-# --control, and bad command lines. Sourced by tests/host/run.sh after tests/vm/lib.sh.
+# --control, and bad command lines. Sourced by tests/host/run.sh after tests/lib/harness.sh.
 
 # With fork, connection after connection until SIGTERM; the socket file goes with it.
 cmdline_fork() {

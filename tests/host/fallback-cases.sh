@@ -5,7 +5,7 @@
 # every redirect in user space (datapath=auto) and says why, and refuses to start when the
 # configuration demands the kernel (datapath=kernel). The forced mode runs the foundation
 # scenarios (e2e_run_userspace in tests/e2e/scenarios.sh). Sourced by tests/host/run.sh
-# after tests/vm/lib.sh and daemon-cases.sh (expect_refusal).
+# after tests/lib/harness.sh and daemon-cases.sh (expect_refusal).
 
 # fallback_unprivileged: nobody, with no capability at all, serves 8 MiB echoed.
 fallback_unprivileged() {

@@ -18,8 +18,10 @@ export E2E_DIR E2E_TARGET=unix E2E_BIG=${E2E_BIG:-256M} E2E_BPF_SHA_FILE=$out/bp
 export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 
-# shellcheck source=tests/vm/lib.sh
-. tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
+. tests/lib/harness.sh
+# shellcheck source=tests/lib/summary.sh
+. tests/lib/summary.sh
 # shellcheck source=tests/e2e/scenarios.sh
 . tests/e2e/scenarios.sh
 # shellcheck source=tests/e2e/ctl-scenarios.sh
@@ -39,12 +41,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/host/cmdline-cases.sh
 
 {
-	e2e_run_streams
-	e2e_run_late_insert
-	e2e_run_dgram
-	e2e_check_bpf_object
-	e2e_run_userspace
-	e2e_run_permanent
+	e2e_run_common
 	fallback_cases
 	ctl_run_all
 	host_daemon_cases
@@ -54,16 +51,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	cmdline_cases
 } | sed -u 's/^VMTEST /  /'
 
-passed=$(grep -c '^VMTEST PASS' "$VMTEST_RESULTS")
-failed=$(grep -c '^VMTEST FAIL' "$VMTEST_RESULTS")
-skipped=$(grep -c '^VMTEST SKIP' "$VMTEST_RESULTS")
-if ((failed)); then
+if grep -q '^VMTEST FAIL' "$VMTEST_RESULTS"; then
 	echo "--- daemon log of the last run:"
 	tail -n 30 "$E2E_DIR/daemon.log"
 fi
-if ((skipped)); then
-	echo "$passed passed, $failed failed, $skipped skipped"
-else
-	echo "$passed passed, $failed failed"
-fi
-((failed == 0))
+results_of "$VMTEST_RESULTS"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
-# Adding up "N passed, N failed[, N skipped]" lines across test layers.
+# The "N passed, N failed[, N skipped]" line: written by every suite, added up across layers.
 
 summary_passed=0
 summary_failed=0
@@ -23,10 +23,26 @@ summary_add() {
 
 # summary_print: the closing line; returns non-zero if anything failed.
 summary_print() {
-	if ((summary_skipped)); then
-		echo "$summary_passed passed, $summary_failed failed, $summary_skipped skipped"
-	else
-		echo "$summary_passed passed, $summary_failed failed"
-	fi
+	result_line "$summary_passed" "$summary_failed" "$summary_skipped"
 	((summary_failed == 0))
+}
+
+# result_line PASSED FAILED [SKIPPED]: the line every suite ends with.
+result_line() {
+	if ((${3:-0})); then
+		echo "$1 passed, $2 failed, $3 skipped"
+	else
+		echo "$1 passed, $2 failed"
+	fi
+}
+
+# results_of FILE: the closing line for the VMTEST lines in FILE (tests/lib/harness.sh);
+# non-zero if one failed.
+results_of() {
+	local p f s
+	p=$(grep -c '^VMTEST PASS' "$1")
+	f=$(grep -c '^VMTEST FAIL' "$1")
+	s=$(grep -c '^VMTEST SKIP' "$1")
+	result_line "$p" "$f" "$s"
+	((f == 0))
 }

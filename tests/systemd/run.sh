@@ -28,6 +28,10 @@ shopt -s extglob
 PROG=systemd-vm
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=tests/lib/runner.sh
+. "$ROOT/tests/lib/runner.sh"
+# shellcheck source=tests/lib/summary.sh
+. "$ROOT/tests/lib/summary.sh"
 QEMU=${QEMU:-qemu-system-x86_64}
 # Order matters: each module needs the ones before it.
 MODULES=(virtio_blk vsock vmw_vsock_virtio_transport_common vsock_loopback)
@@ -119,7 +123,7 @@ for u in "$ROOT"/systemd/*.service "$ROOT"/systemd/*.socket; do
 	install -D -m 0644 "$u" "$p/usr/lib/systemd/system/$(basename "$u")"
 done
 install -D -m 0644 "$ROOT/config/vsockmap.conf" "$p/etc/vsockmap/vsockmap.conf"
-install -D -m 0644 "$ROOT/tests/vm/lib.sh" "$p/usr/lib/vmtest/lib.sh"
+install -D -m 0644 "$ROOT/tests/lib/harness.sh" "$p/usr/lib/vmtest/lib.sh"
 install -D -m 0755 "$HERE/suite.sh" "$p/usr/lib/vmtest/suite.sh"
 [[ ! -f $ROOT/.output/bpf-object.sha256 ]] ||
 	install -D -m 0644 "$ROOT/.output/bpf-object.sha256" "$p/usr/lib/vmtest/bpf-object.sha256"
@@ -157,8 +161,7 @@ if ((shell)); then
 	exec "${qemu_cmd[@]}" -append "$append"
 fi
 
-npass=0 nfail=0 nskip=0
-seen_end=0 suite_rc='' kver='' t_kernel='' t_systemd='' t_ready=''
+t_systemd='' t_ready=''
 
 # The same checks with the host's systemd-analyze, offline (the host needs no systemd as
 # PID 1 for these); the VM repeats them on the loaded units.
@@ -168,10 +171,10 @@ if command -v systemd-analyze >/dev/null; then
 	score=$(sed -n 's/.*Overall exposure level for vsockmapd.service: \([0-9.]*\).*/\1/p' <<<"$out")
 	if [[ -n $score ]] && awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
 		echo "  PASS host-analyze-security exposure $score (systemd $hver on the host, --offline=true)"
-		npass=$((npass + 1))
+		runner_count PASS
 	else
 		echo "  FAIL host-analyze-security exposure ${score:-?} (systemd $hver, --offline=true): $(tail -n 1 <<<"$out")"
-		nfail=$((nfail + 1))
+		runner_count FAIL
 	fi
 	# vsockmapd and vsockmapctl are not installed on the host: those complaints are expected.
 	out=$(cd "$ROOT/systemd" && systemd-analyze verify --man=no ./vsockmapd.service ./vsockmapd.socket \
@@ -179,38 +182,19 @@ if command -v systemd-analyze >/dev/null; then
 	out=$(grep -vE 'Command /usr/(sbin/vsockmapd|bin/vsockmapctl) is not executable' <<<"$out" || true)
 	if [[ -z $out ]]; then
 		echo "  PASS host-analyze-verify vsockmapd.service, vsockmapd.socket, vsockmapd-logs.socket (systemd $hver on the host)"
-		npass=$((npass + 1))
+		runner_count PASS
 	else
 		echo "  FAIL host-analyze-verify $(tr '\n' ' ' <<<"$out")"
-		nfail=$((nfail + 1))
+		runner_count FAIL
 	fi
 fi
 t_boot0=$EPOCHREALTIME
 set +e
 while IFS= read -r line; do
-	line=${line//$'\r'/}
-	line=${line//$'\e'[\[]*([0-9;?])[[:alpha:]]/}
-	line=${line//$'\e'c/}
-	[[ ${VSOCKMAP_VM_VERBOSE:-0} != 1 ]] || printf '| %s\n' "$line"
-	if [[ $line =~ VMTEST\ (PASS|FAIL|SKIP)\ ([^ ]+)(\ (.*))?$ ]]; then
-		kind=${BASH_REMATCH[1]}
-		test_name=${BASH_REMATCH[2]}
-		detail=${BASH_REMATCH[4]}
-		printf '  %s %s%s\n' "$kind" "$test_name" "${detail:+ $detail}"
-		case $kind in
-		PASS) npass=$((npass + 1)) ;;
-		FAIL) nfail=$((nfail + 1)) ;;
-		SKIP) nskip=$((nskip + 1)) ;;
-		esac
-	elif [[ $line =~ VMSUITE-END\ rc=([0-9]+) ]]; then
-		seen_end=1
-		suite_rc=${BASH_REMATCH[1]}
-	elif [[ $line =~ VM:\ kernel\ ([^ ]+) ]]; then
-		kver=${BASH_REMATCH[1]}
-		t_kernel=$EPOCHREALTIME
-	elif [[ $line =~ VM:\ switching\ to\ systemd ]]; then
+	runner_line "$line"
+	if [[ $runner_clean =~ VM:\ switching\ to\ systemd ]]; then
 		t_systemd=$EPOCHREALTIME
-	elif [[ $line =~ vmtest:\ suite\ start ]]; then
+	elif [[ $runner_clean =~ vmtest:\ suite\ start ]]; then
 		t_ready=$EPOCHREALTIME
 	fi
 done < <(timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" -append "$append" </dev/null 2>&1 | tee "$log"
@@ -219,32 +203,12 @@ set -e
 t1=$EPOCHREALTIME
 qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
 
-problem=
-if ((!seen_end)); then
-	if grep -q 'Kernel panic' "$log"; then
-		problem="VM kernel panicked before the suite ended; see $rel_log"
-	elif [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
-		problem="VM hung: no VMSUITE-END within ${timeout_s}s; see $rel_log"
-	else
-		problem="VM exited (qemu rc=${qemu_rc:-?}) without VMSUITE-END; see $rel_log"
-	fi
-elif ((nfail == 0 && suite_rc != 0)); then
-	printf '  FAIL suite-exit the suite exited rc=%s\n' "$suite_rc"
-	nfail=$((nfail + 1))
-fi
-if [[ -z $problem ]] && ((npass + nfail + nskip == 0)); then
-	problem="the suite reported no VMTEST results; see $rel_log"
-fi
+runner_verdict "$rel_log" "$qemu_rc" "$timeout_s"
 
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-timing="prepare $(elapsed "$t0" "$t_prep")s"
-[[ -z $t_kernel ]] || timing+=", kernel $(elapsed "$t_boot0" "$t_kernel")s"
-[[ -z $t_systemd || -z $t_ready ]] || timing+=", systemd to multi-user $(elapsed "$t_systemd" "$t_ready")s"
-timing+=", total $(elapsed "$t0" "$t1")s"
-echo "vm: ${kver:-kernel ?} + systemd ($timing); log $rel_log"
-[[ -z $problem ]] || echo "vm: $problem"
-
-summary="$npass passed, $nfail failed"
-((nskip == 0)) || summary+=", $nskip skipped"
-echo "$summary"
-[[ -z $problem ]] && ((nfail == 0))
+timing="prepare $(runner_elapsed "$t0" "$t_prep")s"
+[[ -z $runner_t_kernel ]] || timing+=", kernel $(runner_elapsed "$t_boot0" "$runner_t_kernel")s"
+[[ -z $t_systemd || -z $t_ready ]] || timing+=", systemd to multi-user $(runner_elapsed "$t_systemd" "$t_ready")s"
+timing+=", total $(runner_elapsed "$t0" "$t1")s"
+echo "vm: ${runner_kernel:-kernel ?} + systemd ($timing); log $rel_log"
+[[ -z $runner_problem ]] || echo "vm: $runner_problem"
+runner_summary

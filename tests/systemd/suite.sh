@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # suite.sh - vsockmapd under real systemd (PID 1), inside the systemd test VM. Run by
-# vsockmap-test.service; prints VMTEST lines on the serial console (tests/vm/lib.sh) and
+# vsockmap-test.service; prints VMTEST lines on the serial console (tests/lib/harness.sh) and
 # "VMSUITE-END rc=N" at the end. SYSTEMD_TESTS="name ..." runs only those groups.
 #
 # The shipped units are installed in /usr/lib/systemd/system and the shipped
@@ -10,7 +10,7 @@
 # /run/systemd/system/vsockmapd.service.d, removed after each group. A vsock echo service
 # listens on port 5000 of CID 1 (socat through vsock_loopback).
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin

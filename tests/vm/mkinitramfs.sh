@@ -15,7 +15,7 @@
 #                    bring their libraries.
 #
 # The archive holds: busybox (static) and its applet links, tests/vm/init as
-# /init, tests/vm/lib.sh as /usr/lib/vmtest/lib.sh, the vsock modules
+# /init, tests/lib/harness.sh as /usr/lib/vmtest/lib.sh, the vsock modules
 # (decompressed) in /lib/modules/vmtest/, .output/vsockmapd, .output/vsockmapctl
 # and .output/tools/* in /usr/bin (whichever exist), socat, and the shared
 # libraries of every executable (found with ldd).
@@ -148,7 +148,7 @@ chmod 0755 bin/busybox
 
 # init, helpers, suite.
 put "$HERE/init" /init 0755
-put "$HERE/lib.sh" /usr/lib/vmtest/lib.sh 0644
+put "$HERE/../lib/harness.sh" /usr/lib/vmtest/lib.sh 0644
 put "$suite" /suite.sh 0755
 
 # Modules, decompressed for busybox insmod; /init loads the ones named in

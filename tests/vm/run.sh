@@ -31,6 +31,10 @@ shopt -s extglob
 PROG=vm
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=tests/lib/runner.sh
+. "$ROOT/tests/lib/runner.sh"
+# shellcheck source=tests/lib/summary.sh
+. "$ROOT/tests/lib/summary.sh"
 QEMU=${QEMU:-qemu-system-x86_64}
 
 die() {
@@ -122,34 +126,11 @@ fi
 rcfile=$(mktemp "${TMPDIR:-/tmp}/vsockmap-vm-rc.XXXXXX")
 trap 'rm -f "$rcfile"' EXIT
 t_boot0=$EPOCHREALTIME
-npass=0 nfail=0 nskip=0
-seen_end=0 suite_rc='' kver='' t_kernel=''
 
-# Raw console -> log; VMTEST lines -> stdout as they arrive.
+# Raw console -> log; VMTEST lines -> stdout as they arrive (tests/lib/runner.sh).
 set +e
 while IFS= read -r line; do
-	line=${line//$'\r'/}
-	# Terminal resets and escape sequences from firmware and the kernel.
-	line=${line//$'\e'[\[]*([0-9;?])[[:alpha:]]/}
-	line=${line//$'\e'c/}
-	[[ ${VSOCKMAP_VM_VERBOSE:-0} != 1 ]] || printf '| %s\n' "$line"
-	if [[ $line =~ VMTEST\ (PASS|FAIL|SKIP)\ ([^ ]+)(\ (.*))?$ ]]; then
-		kind=${BASH_REMATCH[1]}
-		test_name=${BASH_REMATCH[2]}
-		detail=${BASH_REMATCH[4]}
-		printf '  %s %s%s\n' "$kind" "$test_name" "${detail:+ $detail}"
-		case $kind in
-		PASS) npass=$((npass + 1)) ;;
-		FAIL) nfail=$((nfail + 1)) ;;
-		SKIP) nskip=$((nskip + 1)) ;;
-		esac
-	elif [[ $line =~ VMSUITE-END\ rc=([0-9]+) ]]; then
-		seen_end=1
-		suite_rc=${BASH_REMATCH[1]}
-	elif [[ $line =~ VM:\ kernel\ ([^ ]+) ]]; then
-		kver=${BASH_REMATCH[1]}
-		t_kernel=$EPOCHREALTIME
-	fi
+	runner_line "$line"
 done < <(timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" -append "$append" </dev/null 2>&1 | tee "$log"
 	echo "${PIPESTATUS[0]}" >"$rcfile")
 set -e
@@ -157,31 +138,10 @@ t1=$EPOCHREALTIME
 
 qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
 
-problem=
-if ((!seen_end)); then
-	if grep -q 'Kernel panic' "$log"; then
-		problem="VM kernel panicked before the suite ended; see $rel_log"
-	elif [[ $qemu_rc == 124 || $qemu_rc == 137 ]]; then
-		problem="VM hung: no VMSUITE-END within ${timeout_s}s; see $rel_log"
-	else
-		problem="VM exited (qemu rc=${qemu_rc:-?}) without VMSUITE-END; see $rel_log"
-	fi
-elif ((nfail == 0 && suite_rc != 0)); then
-	printf '  FAIL suite-exit /suite.sh exited rc=%s\n' "$suite_rc"
-	nfail=$((nfail + 1))
-fi
-if [[ -z $problem ]] && ((npass + nfail + nskip == 0)); then
-	problem="the suite reported no VMTEST results; see $rel_log"
-fi
+runner_verdict "$rel_log" "$qemu_rc" "$timeout_s"
 
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-timing="total $(elapsed "$t0" "$t1")s"
-[[ -z $t_kernel ]] || timing="boot $(elapsed "$t_boot0" "$t_kernel")s, $timing"
-echo "vm: ${kver:-kernel ?}${VSOCKMAP_VM_APPEND:+ ($VSOCKMAP_VM_APPEND)} ($timing); log $rel_log"
-[[ -z $problem ]] || echo "vm: $problem"
-
-summary="$npass passed, $nfail failed"
-((nskip == 0)) || summary+=", $nskip skipped"
-echo "$summary"
-
-[[ -z $problem ]] && ((nfail == 0))
+timing="total $(runner_elapsed "$t0" "$t1")s"
+[[ -z $runner_t_kernel ]] || timing="boot $(runner_elapsed "$t_boot0" "$runner_t_kernel")s, $timing"
+echo "vm: ${runner_kernel:-kernel ?}${VSOCKMAP_VM_APPEND:+ ($VSOCKMAP_VM_APPEND)} ($timing); log $rel_log"
+[[ -z $runner_problem ]] || echo "vm: $runner_problem"
+runner_summary

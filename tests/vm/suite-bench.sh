@@ -13,7 +13,7 @@
 # BENCH_VM_SCENARIOS, BENCH_PP_COUNT, BENCH_PP_WARMUP, BENCH_CONNS, BENCH_CONN_CONCURRENCY,
 # BENCH_HOLD_COUNTS and BENCH_MODES.
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=bench/lib.sh
 . /usr/lib/vmtest/bench-lib.sh

@@ -8,7 +8,7 @@
 #		--file tests/e2e/ctl-scenarios.sh:/usr/lib/vmtest/ctl-scenarios.sh \
 #		--file /usr/bin/setpriv:/usr/bin/setpriv
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=tests/e2e/scenarios.sh
 . /usr/lib/vmtest/scenarios.sh
@@ -39,12 +39,7 @@ if [ -n "$_want_lockdown" ]; then
 	fi
 fi
 
-e2e_run_streams
-e2e_run_late_insert
-e2e_run_dgram
-e2e_check_bpf_object
-[ "$E2E_SUBSET" = drain ] || e2e_run_userspace
-e2e_run_permanent
+e2e_run_common
 # A stop finishes what was sent, into a vsock target (kernel path and user space).
 scenario_stop_finishes vsock "UNIX-LISTEN:@D@/in.sock,fork" "unix:@D@/in.sock" \
 	"VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4000))" "vsock:any:$((E2E_PORT_BASE + 4000))"

@@ -9,7 +9,7 @@
 #	VSOCKMAP_VM_SERIES=6.1 tests/vm/run.sh tests/vm/suite-oldkernel.sh \
 #		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=tests/e2e/scenarios.sh
 . /usr/lib/vmtest/scenarios.sh

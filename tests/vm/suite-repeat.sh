@@ -5,7 +5,7 @@
 # tests/repeat-late-insert.sh, which writes /usr/lib/vmtest/repeat.env (E2E_TAIL,
 # E2E_TAIL_RUNS, REPEAT_ARGS: daemon options).
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=tests/e2e/scenarios.sh
 . /usr/lib/vmtest/scenarios.sh

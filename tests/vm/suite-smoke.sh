@@ -7,7 +7,7 @@
 #
 #	tests/vm/run.sh tests/vm/suite-smoke.sh
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 
 T=$VMTEST_TMP/smoke

@@ -11,7 +11,7 @@
 #
 #	tests/vm/run.sh tests/vm/suite-soak.sh --file ENV:/usr/lib/vmtest/soak.env
 
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 SOAK_COUNT=10000 SOAK_LIVE=500 SOAK_MAX_SIZE=8388608 SOAK_SEED=1 SOAK_SLOW_SECONDS=60
 # A killed client's or reset server's other end must see EOF or an error within this long

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=sh
 #
-# tests/vm/lib.sh - helpers for suite scripts running INSIDE the test VM
-# (busybox sh). The initramfs always carries this file at /usr/lib/vmtest/lib.sh;
-# a suite starts with:
+# tests/lib/harness.sh - the result lines, checks and waits every suite uses: the VM
+# suites (busybox sh), the systemd tier and the host suite (bash, with VMTEST_CONSOLE and
+# VMTEST_RESULTS pointed at files). The initramfs and the systemd root file system carry it
+# at /usr/lib/vmtest/lib.sh; a VM suite starts with:
 #
 #	. "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 #
@@ -11,7 +12,8 @@
 #	VMTEST PASS name detail
 #	VMTEST FAIL name detail
 #	VMTEST SKIP name reason
-# tests/vm/run.sh collects them on the host. A test name is one word.
+# tests/lib/runner.sh collects them on the host (tests/vm/run.sh, tests/systemd/run.sh);
+# results_of (tests/lib/summary.sh) counts a results file. A test name is one word.
 
 VMTEST_CONSOLE=${VMTEST_CONSOLE:-/dev/console}
 VMTEST_RESULTS=${VMTEST_RESULTS:-/run/vmtest.results}
