@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Static analysis (make lint): cppcheck and clang-tidy over src/ (all its folders) and tests/fuzz/,
-# and no loop of calls between the daemon's modules (scripts/module-cycles.py). clang-tidy's
+# and no loop of calls between the modules of the daemon or of the CLI (scripts/module-cycles.py). clang-tidy's
 # configuration is .clang-tidy (each disabled check says why); the few findings that are
 # false positives carry an inline NOLINT or cppcheck-suppress with the reason. cppcheck runs
 # the warning, performance and portability checks; its style checks are off because most of

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""No loop of calls between the daemon's modules (docs/architecture.md, "Layers").
+"""No loop of calls between the modules of a program (docs/architecture.md, "Layers").
 
-Reads the symbols each object of .output/src/daemon/ defines and needs (nm), draws an edge
+For the daemon (.output/src/daemon/) and the CLI (.output/src/ctl/) in turn, reads the
+symbols each object defines and needs (nm), draws an edge
 from a module to every module whose function or data it uses, and reports each strongly
 connected set of more than one module with the calls that close it. The files of
 src/daemon/redirect/redirect*.c are one module (redirect_internal.h is their interface).
@@ -20,11 +21,11 @@ def module(path):
     return "redirect" if name.startswith("redirect") else name
 
 
-def main():
-    objs = sorted(glob.glob(".output/src/daemon/**/*.o", recursive=True))
+def check(tree):
+    """Print the loops among the objects under tree; the number of modules and of loops."""
+    objs = sorted(glob.glob(f"{tree}/**/*.o", recursive=True))
     if not objs:
-        print("module-cycles: no objects under .output/src/daemon (make first)")
-        return 2
+        return 0, None
     defined, needed = {}, collections.defaultdict(set)
     for o in objs:
         for line in subprocess.check_output(["nm", o], text=True).splitlines():
@@ -72,8 +73,19 @@ def main():
             for b, s in sorted(calls.get(a, ())):
                 if b in comp:
                     print(f"    {a} calls {b}: {s}()")
-    print(f"{len(nodes)} modules, {len(loops)} loops of calls")
-    return 1 if loops else 0
+    return len(nodes), len(loops)
+
+
+def main():
+    counts = []
+    for name, tree in (("daemon", ".output/src/daemon"), ("vsockmapctl", ".output/src/ctl")):
+        n, loops = check(tree)
+        if loops is None:
+            print(f"module-cycles: no objects under {tree} (make first)")
+            return 2
+        counts.append((name, n, loops))
+    print(", ".join(f"{name}: {n} modules, {loops} loops of calls" for name, n, loops in counts))
+    return 1 if any(loops for _, _, loops in counts) else 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * vsockmapctl's pieces: the main program and its error reporting (vsockmapctl.c), the
- * commands (ctl_commands.c), the plain printers (ctl_print.c) and the tables and cells
- * they are made of (ctl_table.c).
+ * vsockmapctl's pieces, one file per object as bpftool has them: the command table, help
+ * and main() (vsockmapctl.c); one file per object with its commands and plain printers
+ * (ctl_redirect.c: list, show, close; ctl_listener.c: listeners; ctl_stats.c: stats;
+ * ctl_daemon.c: status, reload); what every command is made of (ctl_common.c); the tables
+ * and cells the printers use (ctl_table.c). Calls go down that list only: -h reaches the
+ * help through ctl_show_help, set by main().
  */
 #ifndef VSOCKMAP_CTL_H
 #define VSOCKMAP_CTL_H
@@ -44,7 +47,12 @@ struct cmd {
 	const char *help;
 };
 
-/* ---- vsockmapctl.c ---------------------------------------------------------------------- */
+/* ---- ctl_common.c ----------------------------------------------------------------------- */
+
+/* Print the help -h asks for (the command's usage, or the whole help); set by main(). */
+extern void (*ctl_show_help)(void);
+/* A common option (-j, -p, --no-legend, -h) or an option error: -1 if handled, else an exit code. */
+int common_option(int c, char **argv);
 
 /* Print obj as JSON on stdout (one line, or indented with --pretty). Returns EXIT_SUCCESS. */
 int print_json(struct json_object *obj);
@@ -73,18 +81,28 @@ int parse_command_options(int argc, char **argv, const char *shortopts, const st
 int call_daemon(const char *command, struct json_object *args, const char *want, int want_type,
 		struct json_object **payload);
 
-/* ---- ctl_commands.c ------------------------------------------------------------------- */
-
-int cmd_list(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_listeners(int argc, char **argv);
-int cmd_stats(int argc, char **argv);
-int cmd_status(int argc, char **argv);
-int cmd_close(int argc, char **argv);
-int cmd_reload(int argc, char **argv);
-
+/* The usual end of a command: payload as JSON, or through its plain printer. An exit code. */
+int print_payload(struct json_object *payload, int (*plain)(struct json_object *, FILE *),
+		  const char *what);
+/* A command with n_args arguments and no options of its own: -1 to go on, or an exit code. */
+int simple_options(int argc, char **argv, int n_args, int *first);
 /* "42" into a redirect id: decimal, 1 to 2^64-1. */
 int parse_redirect_id(const char *text, uint64_t *id);
+/* The ID argument of show and close, as the request {"id":N}: -1 to go on, or an exit code. */
+int id_request(int argc, char **argv, struct json_object **args, uint64_t *id);
+/* A command with no options or arguments whose answer's member `command` has json_type type. */
+int query_and_print(int argc, char **argv, const char *command, int type,
+		    int (*print)(struct json_object *payload, FILE *out), const char *what);
+
+/* ---- the commands, one file per object --------------------------------------------------- */
+
+int cmd_list(int argc, char **argv);	  /* ctl_redirect.c */
+int cmd_show(int argc, char **argv);	  /* ctl_redirect.c */
+int cmd_close(int argc, char **argv);	  /* ctl_redirect.c */
+int cmd_listeners(int argc, char **argv); /* ctl_listener.c */
+int cmd_stats(int argc, char **argv);	  /* ctl_stats.c */
+int cmd_status(int argc, char **argv);	  /* ctl_daemon.c */
+int cmd_reload(int argc, char **argv);	  /* ctl_daemon.c */
 
 /* ---- ctl_table.c ---------------------------------------------------------------------- */
 
@@ -111,6 +129,8 @@ void table_add_row(struct table *t, char **row);
 int table_print(const struct table *t, FILE *out);
 void table_free(struct table *t);
 
+/* The two columns of a key and value table. */
+extern const struct column pair_columns[2];
 /* Key and value rows ("name:  value"), for a single object such as show or status. */
 void table_add_pair(struct table *t, const char *key, char *value);
 
@@ -129,9 +149,8 @@ const char *get_string(struct json_object *obj, const char *key);
 bool get_u64(struct json_object *obj, const char *key, uint64_t *out);
 bool get_bool(struct json_object *obj, const char *key, bool *out);
 
-/* ---- ctl_print.c ---------------------------------------------------------------------- */
+/* ---- the plain printers, one per command payload, beside their commands; 0 or -errno ---- */
 
-/* The plain printers, one per command payload; they return 0 or -errno. */
 int print_redirects(struct json_object *redirects, FILE *out);
 int print_redirect_detail(struct json_object *redirect, FILE *out);
 int print_listeners(struct json_object *listeners, FILE *out);

@@ -46,6 +46,8 @@ void table_add_row(struct table *t, char **row)
 	t->n_rows++;
 }
 
+const struct column pair_columns[2] = {{"KEY", false}, {"VALUE", false}};
+
 void table_add_pair(struct table *t, const char *key, char *value)
 {
 	char *row[2] = {cell_printf("%s:", key), value};

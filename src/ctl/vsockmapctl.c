@@ -22,203 +22,19 @@
 #include "control_proto.h"
 #include "ctl.h"
 
-const char *arg_socket = CONFIG_DEFAULT_CONTROL_PATH;
-bool arg_json;
-bool arg_pretty;
-bool arg_legend = true;
-
 #define OPT_VERSION 0x1ff
 
 static const struct cmd *current_cmd;
 static void print_help(void);
 static void print_cmd_usage(const struct cmd *cmd);
 
-/* ---- output and errors ------------------------------------------------------------------ */
-
-int print_json(struct json_object *obj)
+/* -h after a command name: that command's usage; before one, the whole help. */
+static void show_help(void)
 {
-	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
-
-	flags |=
-	    arg_pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN;
-	printf("%s\n", json_object_to_json_string_ext(obj, flags));
-	return EXIT_SUCCESS;
-}
-
-static void __attribute__((format(printf, 2, 0)))
-report_verror(int err, const char *fmt, va_list ap)
-{
-	char msg[1024];
-
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (arg_json) {
-		struct json_object *obj = control_error_response(err, msg);
-
-		if (obj) {
-			print_json(obj);
-			json_object_put(obj);
-			return;
-		}
-	}
-	fprintf(stderr, "%s: %s\n", PROGRAM, msg);
-}
-
-int fail(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	report_verror(err, fmt, ap);
-	va_end(ap);
-	return EXIT_FAILURE;
-}
-
-int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	report_verror(EINVAL, fmt, ap);
-	va_end(ap);
-	if (!arg_json)
-		fprintf(stderr, "Try '%s --help' for more information.\n", PROGRAM);
-	return EXIT_USAGE;
-}
-
-/* getopt was called with opterr = 0 and a leading ':' in optstring. */
-static int option_error(int c, char **argv)
-{
-	const char *opt = argv[optind - 1];
-
-	if (c == ':')
-		return usage_error("option %s needs an argument", opt);
-	if (optopt > 0 && optopt < 0x100)
-		return usage_error("unknown option -%c", optopt);
-	return usage_error("unknown option %s", opt);
-}
-
-/* Returns -1 when c was a common option (handled), or an exit code. */
-static int common_option(int c, char **argv)
-{
-	switch (c) {
-	case 'j':
-		arg_json = true;
-		return -1;
-	case 'p':
-		arg_json = arg_pretty = true;
-		return -1;
-	case OPT_NO_LEGEND:
-		arg_legend = false;
-		return -1;
-	case 'h':
-		if (current_cmd)
-			print_cmd_usage(current_cmd);
-		else
-			print_help();
-		return EXIT_SUCCESS;
-	default:
-		return option_error(c, argv);
-	}
-}
-
-int parse_command_options(int argc, char **argv, const char *shortopts,
-			  const struct option *options,
-			  int (*on_option)(int c, const char *arg, void *ctx), void *ctx,
-			  int *first)
-{
-	char optstring[32];
-	int c, ret;
-
-	snprintf(optstring, sizeof(optstring), ":%sjph", shortopts);
-	optind = 0;
-	while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0) {
-		if (c != 'j' && c != 'p' && c != 'h' && c != OPT_NO_LEGEND && c != '?' &&
-		    c != ':' && on_option) {
-			ret = on_option(c, optarg, ctx);
-			if (ret)
-				return ret;
-			continue;
-		}
-		ret = common_option(c, argv);
-		if (ret >= 0)
-			return ret;
-	}
-	*first = optind;
-	return -1;
-}
-
-/* ---- talking to the daemon ---------------------------------------------------------------- */
-
-static int report_transport_error(int r)
-{
-	const char *path = arg_socket;
-
-	switch (r) {
-	case -ENOENT:
-	case -ECONNREFUSED:
-		return fail(-r, "cannot reach vsockmapd at %s: %s (is vsockmapd running?)", path,
-			    strerror(-r));
-	case -EACCES:
-	case -EPERM:
-		return fail(-r,
-			    "cannot reach vsockmapd at %s: %s (root and the control-group of "
-			    "vsockmap.conf may)",
-			    path, strerror(-r));
-	case -ETIMEDOUT:
-		return fail(-r, "vsockmapd at %s did not answer within %d ms", path,
-			    CONTROL_DEFAULT_TIMEOUT_MS);
-	case -EPROTO:
-		return fail(-r, "vsockmapd at %s sent a malformed answer", path);
-	case -ECONNRESET:
-	case -EPIPE:
-		return fail(-r, "vsockmapd at %s closed the connection without answering", path);
-	case -EMSGSIZE:
-		return fail(
-		    -r, "request to or answer from vsockmapd at %s is too long for one line", path);
-	default:
-		return fail(-r, "cannot reach vsockmapd at %s: %s", path, strerror(-r));
-	}
-}
-
-int call_daemon(const char *command, struct json_object *args, const char *want, int want_type,
-		struct json_object **payload)
-{
-	struct json_object *req = args ? args : json_object_new_object(), *resp = NULL, *member;
-	const char *text;
-	int r, ret;
-
-	*payload = NULL;
-	if (!req || json_object_object_add(req, "command", json_object_new_string(command)) < 0) {
-		json_object_put(req);
-		return fail(ENOMEM, "cannot build the request: %s", strerror(ENOMEM));
-	}
-	r = control_request(arg_socket, req, &resp, CONTROL_DEFAULT_TIMEOUT_MS);
-	json_object_put(req);
-	if (r < 0)
-		return report_transport_error(r);
-
-	r = control_response_status(resp, &text);
-	if (r == -EPROTO) {
-		ret = fail(EPROTO, "vsockmapd at %s sent an answer without \"ok\"", arg_socket);
-	} else if (r < 0 && arg_json) {
-		/* The daemon's own error object, unchanged. */
-		print_json(resp);
-		ret = EXIT_FAILURE;
-	} else if (r < 0) {
-		ret = fail(-r, "vsockmapd: %s", text);
-	} else if (!want) {
-		*payload = resp;
-		return 0;
-	} else if (!json_object_object_get_ex(resp, want, &member) ||
-		   !json_object_is_type(member, want_type)) {
-		ret = fail(EPROTO, "vsockmapd at %s answered \"%s\" without a \"%s\" %s",
-			   arg_socket, command, want, json_type_to_name(want_type));
-	} else {
-		*payload = json_object_get(member);
-		ret = 0;
-	}
-	json_object_put(resp);
-	return ret;
+	if (current_cmd)
+		print_cmd_usage(current_cmd);
+	else
+		print_help();
 }
 
 /* ---- help and dispatch ------------------------------------------------------------------- */
@@ -363,6 +179,7 @@ int main(int argc, char **argv)
 	const struct cmd *cmd;
 	int c, ret, err;
 
+	ctl_show_help = show_help;
 	prescan_json(argc, argv);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:s:jph", options, NULL)) >= 0) {

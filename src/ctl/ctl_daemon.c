@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vsockmapctl's commands about the daemon itself: status (version, uptime, kernel
+ * features) with its plain printer, and reload.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+
+int cmd_status(int argc, char **argv)
+{
+	return query_and_print(argc, argv, "status", json_type_object, print_status, "the status");
+}
+
+/* ---- reload ------------------------------------------------------------------------------ */
+
+int cmd_reload(int argc, char **argv)
+{
+	struct json_object *res;
+	int first, ret;
+
+	ret = simple_options(argc, argv, 0, &first);
+	if (ret >= 0)
+		return ret;
+	/* An invalid file comes back as the daemon's "PATH:LINE: ..." error. */
+	ret = call_daemon("reload", NULL, "reload", json_type_object, &res);
+	if (ret)
+		return ret;
+	if (arg_json)
+		ret = print_json(res);
+	else
+		printf("vsockmapd reloaded its configuration: %s added, %s removed, %s unchanged\n",
+		       json_object_get_string(json_object_object_get(res, "added")),
+		       json_object_get_string(json_object_object_get(res, "removed")),
+		       json_object_get_string(json_object_object_get(res, "unchanged")));
+	json_object_put(res);
+	return ret;
+}
+
+/* ---- status ---------------------------------------------------------------------------- */
+
+enum status_col { ST_NAME, ST_LISTEN, ST_TARGET, ST_DATAPATH, ST_N_COLS };
+
+static const struct column status_columns[ST_N_COLS] = {
+    [ST_NAME] = {"NAME", false},
+    [ST_LISTEN] = {"LISTEN", false},
+    [ST_TARGET] = {"TARGET", false},
+    [ST_DATAPATH] = {"DATAPATH", false},
+};
+
+static char *cell_control(struct json_object *control)
+{
+	const char *path = get_string(control, "path"), *mode = get_string(control, "mode");
+	const char *group = get_string(control, "group");
+	char *p = cell_text(path), *m = cell_text(mode), *g = cell_text(group), *s = NULL;
+
+	if (p && m && g)
+		s = group ? cell_printf("%s (mode %s, group %s)", p, m, g)
+			  : cell_printf("%s (mode %s, root only)", p, m);
+	free(p);
+	free(m);
+	free(g);
+	return s;
+}
+
+/* A drain signal (kernel.probe, kernel.iterator): in use, or why not. */
+static char *cell_signal(struct json_object *kernel, const char *name)
+{
+	char key[32];
+	const char *why;
+	bool v;
+
+	snprintf(key, sizeof(key), "%s_error", name);
+	why = get_string(kernel, key);
+	if (!get_bool(kernel, name, &v))
+		return strdup("-");
+	if (v)
+		return strdup("yes (exact drain signal and queue lengths)");
+	return cell_printf("no: %s", why ? why : "unknown reason");
+}
+
+static char *cell_lockdown(struct json_object *kernel)
+{
+	const char *level = get_string(kernel, "lockdown");
+
+	if (!level)
+		return strdup("unknown (/sys/kernel/security/lockdown not readable)");
+	return cell_text(level);
+}
+
+static char *cell_datapath_mode(struct json_object *status)
+{
+	const char *mode = get_string(status, "datapath"),
+		   *why = get_string(status, "datapath_reason");
+
+	if (!mode)
+		return strdup("-");
+	if (!strcmp(mode, "kernel"))
+		return strdup("kernel (sockmap)");
+	return cell_printf("user space: %s", why ? why : "no reason given");
+}
+
+/* "permanent (nothing counted; sk_msg verdict ran 2 times)" */
+static char *cell_fastpath(struct json_object *kernel)
+{
+	const char *mode = get_string(kernel, "fastpath");
+	uint64_t runs;
+
+	if (!get_u64(kernel, "msg_verdict_runs", &runs))
+		return cell_text(mode);
+	return cell_printf("%s (%s; sk_msg verdict ran %" PRIu64 " times)", mode,
+			   strcmp(mode, "permanent") ? "every message counted" : "nothing counted",
+			   runs);
+}
+
+int print_status(struct json_object *status, FILE *out)
+{
+	struct table pairs = {.cols = pair_columns, .n_cols = 2};
+	struct table t = {.cols = status_columns, .n_cols = ST_N_COLS, .legend = arg_legend};
+	struct json_object *kernel = NULL, *control = NULL, *listeners;
+	uint64_t pid = 0, redirects, late;
+	size_t i, n = 0;
+	int r;
+
+	json_object_object_get_ex(status, "kernel", &kernel);
+	json_object_object_get_ex(status, "control", &control);
+	table_add_pair(&pairs, "version", cell_string(status, "version"));
+	table_add_pair(&pairs, "pid",
+		       get_u64(status, "pid", &pid) ? cell_printf("%" PRIu64, pid) : strdup("-"));
+	table_add_pair(&pairs, "uptime", cell_age(status, "uptime_ms"));
+	table_add_pair(&pairs, "config", cell_string(status, "config"));
+	table_add_pair(&pairs, "control", cell_control(control));
+	table_add_pair(&pairs, "kernel", cell_string(kernel, "release"));
+	table_add_pair(&pairs, "data path", cell_datapath_mode(status));
+	table_add_pair(&pairs, "lockdown", cell_lockdown(kernel));
+	table_add_pair(&pairs, "probe", cell_signal(kernel, "probe"));
+	table_add_pair(&pairs, "iterator", cell_signal(kernel, "iterator"));
+	table_add_pair(&pairs, "drain", cell_string(status, "drain"));
+	if (get_string(kernel, "fastpath"))
+		table_add_pair(&pairs, "fastpath", cell_fastpath(kernel));
+	table_add_pair(&pairs, "btf",
+		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
+	if (get_string(kernel, "bpf_object_sha256"))
+		table_add_pair(&pairs, "bpf object", cell_string(kernel, "bpf_object_sha256"));
+	if (get_u64(status, "redirects", &redirects) && get_u64(status, "late_inserts", &late))
+		table_add_pair(
+		    &pairs, "redirects",
+		    cell_printf("%" PRIu64 " live, %" PRIu64 " late inserts", redirects, late));
+
+	if (json_object_object_get_ex(status, "listeners", &listeners) &&
+	    json_object_is_type(listeners, json_type_array))
+		n = json_object_array_length(listeners);
+	for (i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(listeners, i);
+		char *row[ST_N_COLS];
+
+		row[ST_NAME] = cell_string(o, "name");
+		row[ST_LISTEN] = cell_string(o, "listen");
+		row[ST_TARGET] = cell_string(o, "target");
+		row[ST_DATAPATH] = cell_datapath(o);
+		table_add_row(&t, row);
+	}
+	r = table_print(&pairs, out);
+	if (!r) {
+		fputc('\n', out);
+		r = table_print(&t, out);
+	}
+	table_free(&pairs);
+	table_free(&t);
+	return r;
+}

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vsockmapctl listeners: the configured listeners and their counters, and the plain printer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+
+int cmd_listeners(int argc, char **argv)
+{
+	return query_and_print(argc, argv, "listeners", json_type_array, print_listeners,
+			       "the listeners");
+}
+
+/* ---- listeners ----------------------------------------------------------------------------- */
+
+enum listeners_col {
+	LSN_NAME,
+	LSN_TYPE,
+	LSN_LISTEN,
+	LSN_MODE,
+	LSN_OWNER,
+	LSN_ACCEPTED,
+	LSN_REFUSED,
+	LSN_FAILED,
+	LSN_LIVE,
+	LSN_LIMIT,
+	LSN_N_COLS
+};
+
+static const struct column listeners_columns[LSN_N_COLS] = {
+    [LSN_NAME] = {"NAME", false},      [LSN_TYPE] = {"TYPE", false},
+    [LSN_LISTEN] = {"LISTEN", false},  [LSN_MODE] = {"MODE", false},
+    [LSN_OWNER] = {"OWNER", false},    [LSN_ACCEPTED] = {"ACCEPTED", true},
+    [LSN_REFUSED] = {"REFUSED", true}, [LSN_FAILED] = {"FAILED", true},
+    [LSN_LIVE] = {"LIVE", true},       [LSN_LIMIT] = {"LIMIT", true},
+};
+
+int print_listeners(struct json_object *listeners, FILE *out)
+{
+	struct table t = {.cols = listeners_columns, .n_cols = LSN_N_COLS, .legend = arg_legend};
+	size_t i, n = json_object_array_length(listeners);
+	int r;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(listeners, i);
+		char *row[LSN_N_COLS];
+
+		row[LSN_NAME] = cell_string(o, "name");
+		row[LSN_TYPE] = cell_string(o, "type");
+		row[LSN_LISTEN] = cell_string(o, "listen");
+		row[LSN_MODE] = cell_string(o, "mode");
+		row[LSN_OWNER] = cell_owner(o);
+		row[LSN_ACCEPTED] = cell_u64(o, "accepted");
+		row[LSN_REFUSED] = cell_u64(o, "refused");
+		row[LSN_FAILED] = cell_u64(o, "failed");
+		row[LSN_LIVE] = cell_u64(o, "live");
+		row[LSN_LIMIT] = cell_u64(o, "limit");
+		table_add_row(&t, row);
+	}
+	r = table_print(&t, out);
+	table_free(&t);
+	return r;
+}
