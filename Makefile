@@ -43,12 +43,18 @@ COMMON_SRCS	:= $(wildcard src/common/*.c)
 DAEMON_SRCS	:= $(wildcard src/daemon/*.c src/daemon/*/*.c)
 CTL_SRCS	:= $(wildcard src/ctl/*.c)
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
+# The BPF programs on real sockets, without the daemon (as the kernel's prog_tests).
+PROG_SRCS	:= $(wildcard tests/prog/test_prog_*.c)
 TOOL_SRCS	:= $(wildcard tests/tools/*.c)
 
 COMMON_OBJS	:= $(COMMON_SRCS:%.c=$(OUTPUT)/%.o)
 DAEMON_OBJS	:= $(DAEMON_SRCS:%.c=$(OUTPUT)/%.o)
 CTL_OBJS	:= $(CTL_SRCS:%.c=$(OUTPUT)/%.o)
-UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%)
+UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
+		   $(PROG_SRCS:tests/prog/%.c=$(OUTPUT)/tests/%)
+# What a prog test links: the data plane, the only user of libbpf, and what it needs.
+PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
+		   dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
 TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%)
 BPF_OBJ		:= $(OUTPUT)/vsockmap.bpf.o
 SKEL		:= $(OUTPUT)/vsockmap.skel.h
@@ -123,6 +129,11 @@ $(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/daemon/dataplane/slot_pool.o
 $(OUTPUT)/tests/test_redirect_phase: $(OUTPUT)/src/daemon/redirect/redirect_phase.o
 
 $(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+$(OUTPUT)/tests/test_prog_%: $(OUTPUT)/tests/prog/test_prog_%.o $(PROG_DEPS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka

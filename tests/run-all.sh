@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Run the test layers (default: unit lint host sanitize fuzz vm systemd bench) and end with
 # "N passed, N failed".
-#   unit      cmocka tests of the parsers, the control protocol, the socket queue helpers and the slot pool
+#   unit      cmocka tests of the parsers, the control protocol, the socket queue helpers, the slot
+#             pool and the phase tables; tests/prog: the BPF programs on real sockets (root)
 #   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
 #   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)
 #   fuzz      every checked-in fuzz input (seeds, fixed crashes) once through its libFuzzer
