@@ -26,81 +26,19 @@
 #include "util.h"
 #include "vsockmap.h"
 
-#define DAEMON_SECTION	   "daemon"
-#define DEFAULT_CONNECT_MS 5000
-#define DEFAULT_DRAIN_MS   10000
-#define DEFAULT_SNDBUF	   (4u << 20)
-#define SNDBUF_MIN	   (64u << 10)
-#define SNDBUF_MAX	   (256u << 20)
-#define MSG_MAX		   512
+#include "config_internal.h"
 
-enum section_kind {
-	SECTION_NONE, /* before the first header */
-	SECTION_DAEMON,
-	SECTION_REDIRECT, /* the last entry of loader.redirects */
-};
-
-enum daemon_key {
-	KEY_CONTROL,
-	KEY_CONTROL_MODE,
-	KEY_CONTROL_GROUP,
-	KEY_CONNECT_TIMEOUT,
-	KEY_SNDBUF,
-	KEY_DRAIN_TIMEOUT,
-	KEY_LOG_LEVEL,
-	KEY_IDLE_TIMEOUT,
-	KEY_MAX_REDIRECTS,
-	KEY_DATAPATH,
-	KEY_FASTPATH,
-};
 static const char *const daemon_keys[] = {
     "control",	 "control-mode", "control-group", "connect-timeout", "sndbuf",	 "drain-timeout",
     "log-level", "idle-timeout", "max-redirects", "datapath",	     "fastpath",
 };
 
-enum redirect_key { KEY_LISTEN, KEY_CONNECT, KEY_ALLOW_UID, KEY_ALLOW_GID };
 static const char *const redirect_keys[] = {"listen", "connect", "allow-uid", "allow-gid"};
 
-#define N_DAEMON_KEYS	(sizeof(daemon_keys) / sizeof(daemon_keys[0]))
-#define N_REDIRECT_KEYS (sizeof(redirect_keys) / sizeof(redirect_keys[0]))
+_Static_assert(sizeof(daemon_keys) / sizeof(daemon_keys[0]) == N_DAEMON_KEYS, "one name per key");
+_Static_assert(sizeof(redirect_keys) / sizeof(redirect_keys[0]) == N_REDIRECT_KEYS, "one name per key");
 
-static const char *const log_level_names[] = {"err", "warning", "notice", "info", "debug"};
-static const int log_level_values[] = {LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG};
-
-_Static_assert(N_REDIRECT_KEYS <= N_DAEMON_KEYS, "loader.key_lines holds either section's keys");
-
-#define N_LOG_LEVELS (sizeof(log_level_names) / sizeof(log_level_names[0]))
-
-struct loader {
-	const char *path;
-	FILE *file;
-	char *buf; /* getline() buffer */
-	size_t buf_size;
-	unsigned int line; /* number of the line inih is working on */
-
-	char *err;
-	size_t errlen;
-	int error; /* first error (-errno), 0 while none */
-	unsigned int error_line;
-
-	enum section_kind section;
-	unsigned int section_line;
-	unsigned int key_lines[N_DAEMON_KEYS]; /* where each key of the section was set */
-	unsigned int daemon_line;	       /* header of [daemon], 0 if none yet */
-	unsigned int control_line;
-	unsigned int control_mode_line; /* where control-mode= was set, 0 if not */
-
-	struct daemon_config daemon;
-	struct redirect_config *redirects;
-	unsigned int *listen_lines; /* parallel to redirects */
-	size_t n_redirects;
-	size_t capacity;
-};
-
-static int loader_error(struct loader *ld, unsigned int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int loader_error(struct loader *ld, unsigned int line, const char *fmt, ...)
+int loader_error(struct loader *ld, unsigned int line, const char *fmt, ...)
 {
 	char msg[MSG_MAX];
 	va_list ap;
@@ -122,7 +60,7 @@ static int loader_error(struct loader *ld, unsigned int line, const char *fmt, .
 	return ld->error;
 }
 
-static int loader_io_error(struct loader *ld, const char *what, int errnum)
+int loader_io_error(struct loader *ld, const char *what, int errnum)
 {
 	if (ld->err && ld->errlen)
 		snprintf(ld->err, ld->errlen, "%s: %s: %s", ld->path, what, strerror(errnum));
@@ -160,203 +98,6 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 			    "unknown key \"%s\" (valid keys in a redirect section: "
 			    "listen, connect, allow-uid, allow-gid)",
 			    name);
-}
-
-/* "4M", "65536", "64K": bytes for sndbuf=. */
-static int parse_size(struct loader *ld, const char *text, unsigned int *bytes)
-{
-	const char *p = text;
-	uint64_t v = 0;
-
-	if (!isdigit((unsigned char)*p))
-		return loader_error(ld, ld->line, "sndbuf \"%s\" is not a size (e.g. 4M or 262144)",
-				    text);
-	for (; isdigit((unsigned char)*p); p++)
-		if (v <= UINT32_MAX)
-			v = v * 10 + (uint64_t)(*p - '0');
-	switch (*p) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		p++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		p++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		p++;
-		break;
-	}
-	if (*p)
-		return loader_error(ld, ld->line,
-				    "sndbuf \"%s\": trailing garbage \"%s\" (suffixes are K, M, G)",
-				    text, p);
-	if (v < SNDBUF_MIN || v > SNDBUF_MAX)
-		return loader_error(ld, ld->line, "sndbuf %s is out of range (64K..256M)", text);
-	*bytes = (unsigned int)v;
-	return 0;
-}
-
-/* max-redirects = N: live redirects (and datagram listeners) at most, 1 to 65536. */
-static int parse_max_redirects(struct loader *ld, const char *text)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = isdigit((unsigned char)*text) ? strtoul(text, &end, 10) : 0;
-	if (!v || errno || *end || v > VSOCKMAP_MAX_REDIRECTS)
-		return loader_error(ld, ld->line,
-				    "max-redirects \"%s\" is not a number from 1 to %d", text,
-				    VSOCKMAP_MAX_REDIRECTS);
-	ld->daemon.max_redirects = (unsigned int)v;
-	return 0;
-}
-
-static int parse_log_level(struct loader *ld, const char *text)
-{
-	const char *hint;
-	size_t i;
-
-	for (i = 0; i < N_LOG_LEVELS; i++) {
-		if (!strcasecmp(text, log_level_names[i])) {
-			ld->daemon.log_level = log_level_values[i];
-			return 0;
-		}
-	}
-	hint = address_closest_name(text, log_level_names, N_LOG_LEVELS);
-	return loader_error(
-	    ld, ld->line, "log-level \"%s\" is not one of err, warning, notice, info, debug%s%s%s",
-	    text, hint ? " (did you mean \"" : "", hint ? hint : "", hint ? "\"?)" : "");
-}
-
-/* "0660": the control socket's file mode; no setuid, setgid or sticky bits. */
-static int parse_control_mode(struct loader *ld, const char *text)
-{
-	unsigned int v = 0;
-	const char *p;
-
-	for (p = text; *p >= '0' && *p <= '7'; p++)
-		v = v > 07777 ? v : v * 8 + (unsigned int)(*p - '0');
-	if (*p || p == text)
-		return loader_error(ld, ld->line,
-				    "control-mode \"%s\" is not an octal file mode (e.g. 0660)",
-				    text);
-	if (v > 0777)
-		return loader_error(
-		    ld, ld->line, "control-mode %s has bits beyond 0777 (setuid, setgid or sticky)",
-		    text);
-	ld->daemon.control_mode = v;
-	ld->control_mode_line = ld->line;
-	return 0;
-}
-
-/* control-group = NAME or GID, resolved now so that a typo fails at load time. */
-static int parse_control_group(struct loader *ld, const char *text)
-{
-	long hint = sysconf(_SC_GETGR_R_SIZE_MAX);
-	size_t size = hint > 0 ? (size_t)hint : 16384;
-	struct group gr, *res = NULL;
-	unsigned long v;
-	char *buf, *end;
-	int r;
-
-	if (strlen(text) >= sizeof(ld->daemon.control_group_name))
-		return loader_error(ld, ld->line, "control-group \"%s\" is too long", text);
-	if (isdigit((unsigned char)text[0])) {
-		errno = 0;
-		v = strtoul(text, &end, 10);
-		if (*end || errno || v >= (gid_t)-1)
-			return loader_error(
-			    ld, ld->line, "control-group \"%s\" is neither a group name nor a GID",
-			    text);
-		ld->daemon.control_group = (gid_t)v;
-		goto found;
-	}
-	for (;;) {
-		buf = malloc(size);
-		if (!buf)
-			return loader_io_error(ld, "cannot load", ENOMEM);
-		r = getgrnam_r(text, &gr, buf, size, &res);
-		if (r != ERANGE || size >= 1 << 20)
-			break;
-		free(buf);
-		size *= 2;
-	}
-	free(buf);
-	if (!res) {
-		if (r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM)
-			return loader_error(ld, ld->line, "control-group: unknown group \"%s\"",
-					    text);
-		return loader_error(ld, ld->line, "control-group: cannot look up group \"%s\": %s",
-				    text, strerror(r));
-	}
-	ld->daemon.control_group = gr.gr_gid;
-found:
-	ld->daemon.has_control_group = true;
-	memcpy(ld->daemon.control_group_name, text, strlen(text) + 1);
-	return 0;
-}
-
-static const char *const datapath_names[] = {"auto", "kernel", "userspace"};
-static const char *const fastpath_names[] = {"counted", "permanent"};
-
-#define N_NAMES(a) (sizeof(a) / sizeof((a)[0]))
-
-static int name_index(const char *const *names, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!strcmp(name, names[i]))
-			return (int)i;
-	return -EINVAL;
-}
-
-const char *datapath_mode_name(enum datapath_mode mode)
-{
-	return datapath_names[mode];
-}
-
-int datapath_mode_parse(const char *name)
-{
-	return name_index(datapath_names, N_NAMES(datapath_names), name);
-}
-
-const char *fastpath_mode_name(enum fastpath_mode mode)
-{
-	return fastpath_names[mode];
-}
-
-int fastpath_mode_parse(const char *name)
-{
-	return name_index(fastpath_names, N_NAMES(fastpath_names), name);
-}
-
-static int parse_datapath(struct loader *ld, const char *text)
-{
-	int mode = datapath_mode_parse(text);
-
-	if (mode < 0)
-		return loader_error(ld, ld->line,
-				    "datapath \"%s\" is not one of auto, kernel, userspace", text);
-	ld->daemon.datapath = (enum datapath_mode)mode;
-	return 0;
-}
-
-static int parse_fastpath(struct loader *ld, const char *text)
-{
-	int mode = fastpath_mode_parse(text);
-
-	if (mode < 0)
-		return loader_error(ld, ld->line,
-				    "fastpath \"%s\" is not one of counted, permanent", text);
-	ld->daemon.fastpath = (enum fastpath_mode)mode;
-	return 0;
 }
 
 static int daemon_key(struct loader *ld, const char *name, const char *value)
@@ -403,43 +144,6 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		return parse_fastpath(ld, value);
 	}
 	return r ? loader_error(ld, ld->line, "%s", msg) : 0;
-}
-
-/* allow-uid = 0 1000 alice / allow-gid = wheel,100: names or numbers, space or comma. */
-static int parse_allow_list(struct loader *ld, const char *name, const char *value, uint32_t *ids,
-			    unsigned int *n)
-{
-	const char *what = !strcmp(name, "allow-uid") ? "user" : "group";
-	char msg[MSG_MAX], word[256];
-	const char *p = value;
-	size_t len;
-	uint32_t id;
-	unsigned int i;
-
-	for (;;) {
-		p += strspn(p, " \t,");
-		if (!*p)
-			break;
-		len = strcspn(p, " \t,");
-		if (len >= sizeof(word))
-			return loader_error(ld, ld->line, "%s: \"%.32s...\" is too long", name, p);
-		memcpy(word, p, len);
-		word[len] = '\0';
-		p += len;
-		if (address_parse_owner(what, word, &id, msg, sizeof(msg)))
-			return loader_error(ld, ld->line, "%s: %s", name, msg);
-		for (i = 0; i < *n && ids[i] != id; i++)
-			;
-		if (i < *n)
-			continue; /* listed twice: harmless */
-		if (*n == CONFIG_ALLOW_MAX)
-			return loader_error(ld, ld->line, "%s: more than %d entries (use a group)",
-					    name, CONFIG_ALLOW_MAX);
-		ids[(*n)++] = id;
-	}
-	if (!*n)
-		return loader_error(ld, ld->line, "%s has no %s in it", name, what);
-	return 0;
 }
 
 static int redirect_key(struct loader *ld, const char *name, const char *value)
