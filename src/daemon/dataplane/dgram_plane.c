@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A UNIX-RECV listener's own small sockhash and datagram verdict, opened from the main
+ * object's program and sharing its counters and gates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf_dataplane.h"
+#include "cgroup_self.h"
+#include "fd_spare.h"
+#include "log.h"
+#include "slot_pool.h"
+#include "util.h"
+#include "dataplane_internal.h"
+
+int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out)
+{
+	struct vsockmap_bpf *main = dp->skel;
+	struct dgram_plane *gp;
+	struct bpf_program *prog;
+	int err;
+
+	gp = calloc(1, sizeof(*gp));
+	if (!gp)
+		return -ENOMEM;
+	gp->skel = vsockmap_bpf__open();
+	if (!gp->skel) {
+		err = -errno;
+		goto out_free;
+	}
+	bpf_object__for_each_program(prog, gp->skel->obj)
+	    bpf_program__set_autoload(prog, prog == gp->skel->progs.vsockmap_dgram_verdict);
+	gp->skel->rodata->dgram_slot = slot;
+	/* Share everything but the pair's own sockhash with the main instance. */
+	err = bpf_map__reuse_fd(gp->skel->maps.counters, bpf_map__fd(main->maps.counters));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.links, bpf_map__fd(main->maps.links));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.gates, bpf_map__fd(main->maps.gates));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.sockets, bpf_map__fd(main->maps.sockets));
+	err = err ?: bpf_map__reuse_fd(gp->skel->maps.egress, bpf_map__fd(main->maps.egress));
+	err = err ?: vsockmap_bpf__load(gp->skel);
+	if (err)
+		goto out_free;
+	if (bpf_prog_attach(bpf_program__fd(gp->skel->progs.vsockmap_dgram_verdict),
+			    bpf_map__fd(gp->skel->maps.dgram_sockets), BPF_SK_SKB_VERDICT, 0)) {
+		err = -errno;
+		goto out_free;
+	}
+	*out = gp;
+	return 0;
+
+out_free:
+	dgram_plane_close(gp);
+	return err;
+}
+
+void dgram_plane_close(struct dgram_plane *gp)
+{
+	if (!gp)
+		return;
+	vsockmap_bpf__destroy(gp->skel);
+	free(gp);
+}
+
+int dgram_plane_set_socket(struct dgram_plane *gp, int fd)
+{
+	int map = bpf_map__fd(gp->skel->maps.dgram_sockets);
+	uint64_t value = fd;
+	uint32_t key = 0;
+	int err;
+
+	if (fd < 0)
+		err = bpf_map_delete_elem(map, &key);
+	else
+		err = bpf_map_update_elem(map, &key, &value, BPF_ANY);
+	return err && errno != ENOENT ? -errno : 0;
+}
+
+int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie)
+{
+	uint32_t key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(gp->skel->maps.dgram_target), &key, &cookie, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int dgram_plane_peek_len(struct dgram_plane *gp, uint32_t *len)
+{
+	if (bpf_map_lookup_elem(bpf_map__fd(gp->skel->maps.dgram_held_lens), NULL, len))
+		return -errno;
+	return 0;
+}
+
+int dgram_plane_pop_len(struct dgram_plane *gp)
+{
+	uint32_t len;
+
+	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(gp->skel->maps.dgram_held_lens), NULL, &len))
+		return -errno;
+	return 0;
+}
