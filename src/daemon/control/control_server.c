@@ -6,6 +6,7 @@
  * at most one answer plus one read chunk of memory.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -24,6 +25,7 @@
 
 #include "control_proto.h"
 #include "control_server.h"
+#include "socket_file.h"
 #include "log.h"
 #include "peer_access.h"
 
@@ -458,79 +460,32 @@ static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *
 	return 0;
 }
 
-/* mkdir -p of the directory part of path. */
-static int make_parent_dirs(const char *path)
+/* The socket file's directory, and a stale file of an earlier run out of the way. */
+static int prepare_socket_file(const char *path)
 {
-	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	char *p, c;
+	char dir[PATH_MAX];
+	const char *what;
+	bool removed;
+	int r;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return 0;
-	*p = '\0';
-	for (p = dir + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		c = *p;
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			return log_errno(LOG_ERR, errno,
-					 "control socket %s: cannot create directory %s", path,
-					 dir);
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	return 0;
-}
-
-/* Remove a socket file nobody listens on; leave anything else alone. */
-static int remove_stale_socket(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	int fd, r;
-
-	if (lstat(path, &st) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return log_errno(LOG_ERR, errno, "control socket %s: cannot stat it", path);
-	}
-	if (!S_ISSOCK(st.st_mode)) {
+	r = socket_file_make_parents(path, dir, sizeof(dir));
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "control socket %s: cannot create directory %s", path,
+				 dir);
+	r = socket_file_remove_stale(path, SOCK_STREAM, &removed, &what);
+	if (r == -EEXIST)
 		log_err("control socket %s: the path exists and is not a socket, "
 			"refusing to replace it",
 			path);
-		return -EEXIST;
-	}
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return log_errno(LOG_ERR, errno, "control socket %s: cannot create a probe socket",
-				 path);
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (r < 0)
-		r = -errno;
-	close(fd);
-
-	/* EAGAIN: a listener whose backlog is full, very much alive. */
-	if (r == 0 || r == -EAGAIN) {
+	else if (r == -EADDRINUSE)
 		log_err("control socket %s: another process is listening on it "
 			"(is vsockmapd already running?)",
 			path);
-		return -EADDRINUSE;
-	}
-	if (r == -ENOENT)
-		return 0;
-	if (r != -ECONNREFUSED)
-		return log_errno(LOG_ERR, r, "control socket %s: cannot tell whether it is in use",
-				 path);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return log_errno(LOG_ERR, errno,
-				 "control socket %s: cannot remove the stale socket", path);
-	log_info("control socket %s: removed a stale socket file", path);
-	return 0;
+	else if (r < 0)
+		log_errno(LOG_ERR, r, "control socket %s: %s", path, what);
+	else if (removed)
+		log_info("control socket %s: removed a stale socket file", path);
+	return r;
 }
 
 int control_server_open(sd_event *event, const char *path, unsigned int mode,
@@ -577,10 +532,7 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		goto out_free;
 	}
 
-	r = make_parent_dirs(path);
-	if (r < 0)
-		goto out_free;
-	r = remove_stale_socket(path);
+	r = prepare_socket_file(path);
 	if (r < 0)
 		goto out_free;
 

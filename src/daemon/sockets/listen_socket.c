@@ -8,59 +8,12 @@
 #include <unistd.h>
 
 #include "listen_socket.h"
+#include "socket_file.h"
 #include "socket_address.h"
 #include "util.h"
 
 #define LISTEN_BACKLOG_DEFAULT 128
 #define DGRAM_BIND_SUFFIX      ".vsm-new"
-
-static int mkdir_parents(const char *path)
-{
-	char dir[PATH_MAX];
-	char *p;
-
-	if (strlen(path) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	strcpy(dir, path);
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return 0;
-	*p = '\0';
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* A socket file left by an earlier run is stale if connecting to it is refused. */
-static int remove_stale_socket(const struct sockaddr_un *sun, int type)
-{
-	struct stat st;
-	int fd, r;
-
-	if (lstat(sun->sun_path, &st))
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -EEXIST;
-	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
-	r = r ? -errno : 0;
-	close(fd);
-	if (r == 0)
-		return -EADDRINUSE;
-	if (r != -ECONNREFUSED)
-		return r == -EPROTOTYPE ? -EADDRINUSE : r;
-	return unlink(sun->sun_path) ? -errno : 0;
-}
 
 /*
  * Where the socket is bound. A datagram socket is bound under a private name, and renamed to
@@ -80,7 +33,9 @@ int unix_listener_open(const struct address *addr, const char **why)
 	int type = addr->sock_type == SOCK_DGRAM ? SOCK_DGRAM : SOCK_STREAM;
 	struct sockaddr_un sun;
 	char path[sizeof(sun.sun_path)];
+	const char *step;
 	mode_t old_umask;
+	bool removed;
 	int fd, r;
 
 	r = sockaddr_un_from_path(addr->path, &sun);
@@ -88,7 +43,7 @@ int unix_listener_open(const struct address *addr, const char **why)
 	if (r)
 		return r;
 	*why = "creating the parent directory";
-	r = mkdir_parents(addr->path);
+	r = socket_file_make_parents(addr->path, path, sizeof(path));
 	if (r)
 		return r;
 	if (addr->unlink_early) {
@@ -96,7 +51,7 @@ int unix_listener_open(const struct address *addr, const char **why)
 		r = unlink(addr->path) && errno != ENOENT ? -errno : 0;
 	} else {
 		*why = "checking the existing socket file";
-		r = remove_stale_socket(&sun, type);
+		r = socket_file_remove_stale(addr->path, type, &removed, &step);
 	}
 	if (r)
 		return r;
