@@ -80,22 +80,15 @@ vmtest_check() {
 
 # wait_for_file PATH TIMEOUT_SEC: wait until PATH exists (polls every 0.1 s).
 # Returns 0 when it appears, 1 on timeout.
-wait_for_file() {
-	_path=$1
-	_ticks=$(($2 * 10))
-	while [ ! -e "$_path" ]; do
-		[ "$_ticks" -gt 0 ] || return 1
-		_ticks=$((_ticks - 1))
-		sleep 0.1
-	done
-	return 0
-}
+wait_for_file() { _wait_for_test -e "$1" "$2"; }
 
 # wait_for_socket PATH TIMEOUT_SEC: like wait_for_file, but for a Unix socket.
-wait_for_socket() {
-	_path=$1
-	_ticks=$(($2 * 10))
-	while [ ! -S "$_path" ]; do
+wait_for_socket() { _wait_for_test -S "$1" "$2"; }
+
+# _wait_for_test OP PATH TIMEOUT_SEC: until [ OP PATH ] holds, or the timeout.
+_wait_for_test() {
+	_ticks=$(($3 * 10))
+	while ! test "$1" "$2"; do
 		[ "$_ticks" -gt 0 ] || return 1
 		_ticks=$((_ticks - 1))
 		sleep 0.1
