@@ -144,6 +144,12 @@ char *cell_client(struct json_object *obj);		     /* pid=1(comm),uid=0,gid=0 */
 char *cell_datapath(struct json_object *obj);		     /* kernel/daemon */
 char *cell_owner(struct json_object *obj);		     /* root:adm, numbers if unknown */
 
+/* A listener's counters, shown alike by listeners and stats: the columns, and their cells. */
+#define COUNTER_COLUMNS {"ACCEPTED", true}, {"REFUSED", true}, {"FAILED", true}, {"LIVE", true}
+#define N_COUNTER_COLUMNS 4
+/* row[0..N_COUNTER_COLUMNS - 1]: accepted, refused, failed and live of obj. */
+void cells_counters(char **row, struct json_object *obj);
+
 /* Members of a daemon object, NULL/false when absent or of another type. */
 const char *get_string(struct json_object *obj, const char *key);
 bool get_u64(struct json_object *obj, const char *key, uint64_t *out);

@@ -25,20 +25,14 @@ enum listeners_col {
 	LSN_LISTEN,
 	LSN_MODE,
 	LSN_OWNER,
-	LSN_ACCEPTED,
-	LSN_REFUSED,
-	LSN_FAILED,
-	LSN_LIVE,
-	LSN_LIMIT,
+	LSN_COUNTERS, /* N_COUNTER_COLUMNS of them */
+	LSN_LIMIT = LSN_COUNTERS + N_COUNTER_COLUMNS,
 	LSN_N_COLS
 };
 
 static const struct column listeners_columns[LSN_N_COLS] = {
-    [LSN_NAME] = {"NAME", false},      [LSN_TYPE] = {"TYPE", false},
-    [LSN_LISTEN] = {"LISTEN", false},  [LSN_MODE] = {"MODE", false},
-    [LSN_OWNER] = {"OWNER", false},    [LSN_ACCEPTED] = {"ACCEPTED", true},
-    [LSN_REFUSED] = {"REFUSED", true}, [LSN_FAILED] = {"FAILED", true},
-    [LSN_LIVE] = {"LIVE", true},       [LSN_LIMIT] = {"LIMIT", true},
+    {"NAME", false},  {"TYPE", false}, {"LISTEN", false}, {"MODE", false},
+    {"OWNER", false}, COUNTER_COLUMNS, {"LIMIT", true},
 };
 
 int print_listeners(struct json_object *listeners, FILE *out)
@@ -56,10 +50,7 @@ int print_listeners(struct json_object *listeners, FILE *out)
 		row[LSN_LISTEN] = cell_string(o, "listen");
 		row[LSN_MODE] = cell_string(o, "mode");
 		row[LSN_OWNER] = cell_owner(o);
-		row[LSN_ACCEPTED] = cell_u64(o, "accepted");
-		row[LSN_REFUSED] = cell_u64(o, "refused");
-		row[LSN_FAILED] = cell_u64(o, "failed");
-		row[LSN_LIVE] = cell_u64(o, "live");
+		cells_counters(row + LSN_COUNTERS, o);
 		row[LSN_LIMIT] = cell_u64(o, "limit");
 		table_add_row(&t, row);
 	}

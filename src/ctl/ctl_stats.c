@@ -54,11 +54,8 @@ int cmd_stats(int argc, char **argv)
 enum stats_col {
 	STATS_NAME,
 	STATS_TYPE,
-	STATS_ACCEPTED,
-	STATS_REFUSED,
-	STATS_FAILED,
-	STATS_LIVE,
-	STATS_BYTES_OUT,
+	STATS_COUNTERS, /* N_COUNTER_COLUMNS of them */
+	STATS_BYTES_OUT = STATS_COUNTERS + N_COUNTER_COLUMNS,
 	STATS_BYTES_IN,
 	STATS_PKTS_OUT,
 	STATS_PKTS_IN,
@@ -66,11 +63,8 @@ enum stats_col {
 };
 
 static const struct column stats_columns[STATS_N_COLS] = {
-    [STATS_NAME] = {"NAME", false},	     [STATS_TYPE] = {"TYPE", false},
-    [STATS_ACCEPTED] = {"ACCEPTED", true},   [STATS_REFUSED] = {"REFUSED", true},
-    [STATS_FAILED] = {"FAILED", true},	     [STATS_LIVE] = {"LIVE", true},
-    [STATS_BYTES_OUT] = {"BYTES_OUT", true}, [STATS_BYTES_IN] = {"BYTES_IN", true},
-    [STATS_PKTS_OUT] = {"PKTS_OUT", true},   [STATS_PKTS_IN] = {"PKTS_IN", true},
+    {"NAME", false},	{"TYPE", false},    COUNTER_COLUMNS,   {"BYTES_OUT", true},
+    {"BYTES_IN", true}, {"PKTS_OUT", true}, {"PKTS_IN", true},
 };
 
 static void stats_add_row(struct table *t, struct json_object *o, char *name, char *type)
@@ -79,10 +73,7 @@ static void stats_add_row(struct table *t, struct json_object *o, char *name, ch
 
 	row[STATS_NAME] = name;
 	row[STATS_TYPE] = type;
-	row[STATS_ACCEPTED] = cell_u64(o, "accepted");
-	row[STATS_REFUSED] = cell_u64(o, "refused");
-	row[STATS_FAILED] = cell_u64(o, "failed");
-	row[STATS_LIVE] = cell_u64(o, "live");
+	cells_counters(row + STATS_COUNTERS, o);
 	row[STATS_BYTES_OUT] = cell_u64(o, "bytes_out");
 	row[STATS_BYTES_IN] = cell_u64(o, "bytes_in");
 	row[STATS_PKTS_OUT] = cell_u64(o, "packets_out");

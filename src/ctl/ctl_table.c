@@ -275,3 +275,13 @@ char *cell_owner(struct json_object *obj)
 	free(g);
 	return s;
 }
+
+void cells_counters(char **row, struct json_object *obj)
+{
+	static const char *const keys[N_COUNTER_COLUMNS] = {"accepted", "refused", "failed",
+							    "live"};
+	size_t i;
+
+	for (i = 0; i < N_COUNTER_COLUMNS; i++)
+		row[i] = cell_u64(obj, keys[i]);
+}
