@@ -103,13 +103,13 @@ static uint32_t endpoint_events(struct redirect *r, int i)
 
 static void poll_endpoint(struct redirect *r, int i)
 {
-	struct pollfd pfd = {.revents = endpoint_events(r, i)};
+	uint32_t ev = endpoint_events(r, i);
 
-	if (pfd.revents & (POLLRDHUP | POLLHUP))
+	if (ev & (POLLRDHUP | POLLHUP))
 		r->ep[i].shut_seen = true;
-	if (i == TARGET && (pfd.revents & POLLERR) && !r->ep[i].hup)
+	if (i == TARGET && (ev & POLLERR) && !r->ep[i].hup)
 		log_target_error(r);
-	if (pfd.revents & (POLLHUP | POLLERR)) {
+	if (ev & (POLLHUP | POLLERR)) {
 		/* Broken or fully closed: nothing more goes to it; finish the other way, then
 		 * close. */
 		r->ep[i].hup = true;
@@ -117,7 +117,7 @@ static void poll_endpoint(struct redirect *r, int i)
 		if (r->dir[1 - i].state != DIR_DONE)
 			dir_enter(r, 1 - i, DIR_DEST_GONE);
 	}
-	if ((pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
+	if ((ev & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
 		dir_enter(r, i, DIR_SOURCE_ENDED);
 	/*
 	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
@@ -126,7 +126,7 @@ static void poll_endpoint(struct redirect *r, int i)
 	 * send(), so a read cannot overtake it unless skbs were left behind at the insert
 	 * (see dir_sync()).
 	 */
-	if (i == TARGET && (pfd.revents & POLLRDHUP) && watch_unhash(r))
+	if (i == TARGET && (ev & POLLRDHUP) && watch_unhash(r))
 		dir_enter(r, CLIENT, DIR_TARGET_UNHASHED);
 }
 
