@@ -149,6 +149,17 @@ char *cell_owner(struct json_object *obj);		     /* root:adm, numbers if unknown
 #define N_COUNTER_COLUMNS 4
 /* row[0..N_COUNTER_COLUMNS - 1]: accepted, refused, failed and live of obj. */
 void cells_counters(char **row, struct json_object *obj);
+/* The bytes and packets each way, shown alike by list and stats. */
+#define TRAFFIC_COLUMNS                                                                            \
+	{"BYTES_OUT", true}, {"BYTES_IN", true}, {"PKTS_OUT", true}, { "PKTS_IN", true }
+#define N_TRAFFIC_COLUMNS 4
+/* row[0..N_TRAFFIC_COLUMNS - 1]: bytes_out, bytes_in, packets_out and packets_in of obj. */
+void cells_traffic(char **row, struct json_object *obj);
+/* Up to this many columns in a table filled by table_add_rows(). */
+#define TABLE_MAX_COLS 16
+/* One row per object of array (none if it is NULL or no array), its cells from fill(). */
+void table_add_rows(struct table *t, struct json_object *array,
+		    void (*fill)(char **row, struct json_object *obj));
 
 /* Members of a daemon object, NULL/false when absent or of another type. */
 const char *get_string(struct json_object *obj, const char *key);

@@ -118,13 +118,20 @@ static char *cell_fastpath(struct json_object *kernel)
 			   runs);
 }
 
+static void status_listener_row(char **row, struct json_object *o)
+{
+	row[ST_NAME] = cell_string(o, "name");
+	row[ST_LISTEN] = cell_string(o, "listen");
+	row[ST_TARGET] = cell_string(o, "target");
+	row[ST_DATAPATH] = cell_datapath(o);
+}
+
 int print_status(struct json_object *status, FILE *out)
 {
 	struct table pairs = {.cols = pair_columns, .n_cols = 2};
 	struct table t = {.cols = status_columns, .n_cols = ST_N_COLS, .legend = arg_legend};
-	struct json_object *kernel = NULL, *control = NULL, *listeners;
+	struct json_object *kernel = NULL, *control = NULL, *listeners = NULL;
 	uint64_t pid = 0, redirects, late;
-	size_t i, n = 0;
 	int r;
 
 	json_object_object_get_ex(status, "kernel", &kernel);
@@ -152,19 +159,8 @@ int print_status(struct json_object *status, FILE *out)
 		    &pairs, "redirects",
 		    cell_printf("%" PRIu64 " live, %" PRIu64 " late inserts", redirects, late));
 
-	if (json_object_object_get_ex(status, "listeners", &listeners) &&
-	    json_object_is_type(listeners, json_type_array))
-		n = json_object_array_length(listeners);
-	for (i = 0; i < n; i++) {
-		struct json_object *o = json_object_array_get_idx(listeners, i);
-		char *row[ST_N_COLS];
-
-		row[ST_NAME] = cell_string(o, "name");
-		row[ST_LISTEN] = cell_string(o, "listen");
-		row[ST_TARGET] = cell_string(o, "target");
-		row[ST_DATAPATH] = cell_datapath(o);
-		table_add_row(&t, row);
-	}
+	json_object_object_get_ex(status, "listeners", &listeners);
+	table_add_rows(&t, listeners, status_listener_row);
 	r = table_print(&pairs, out);
 	if (!r) {
 		fputc('\n', out);

@@ -35,25 +35,23 @@ static const struct column listeners_columns[LSN_N_COLS] = {
     {"OWNER", false}, COUNTER_COLUMNS, {"LIMIT", true},
 };
 
+static void listener_row(char **row, struct json_object *o)
+{
+	row[LSN_NAME] = cell_string(o, "name");
+	row[LSN_TYPE] = cell_string(o, "type");
+	row[LSN_LISTEN] = cell_string(o, "listen");
+	row[LSN_MODE] = cell_string(o, "mode");
+	row[LSN_OWNER] = cell_owner(o);
+	cells_counters(row + LSN_COUNTERS, o);
+	row[LSN_LIMIT] = cell_u64(o, "limit");
+}
+
 int print_listeners(struct json_object *listeners, FILE *out)
 {
 	struct table t = {.cols = listeners_columns, .n_cols = LSN_N_COLS, .legend = arg_legend};
-	size_t i, n = json_object_array_length(listeners);
 	int r;
 
-	for (i = 0; i < n; i++) {
-		struct json_object *o = json_object_array_get_idx(listeners, i);
-		char *row[LSN_N_COLS];
-
-		row[LSN_NAME] = cell_string(o, "name");
-		row[LSN_TYPE] = cell_string(o, "type");
-		row[LSN_LISTEN] = cell_string(o, "listen");
-		row[LSN_MODE] = cell_string(o, "mode");
-		row[LSN_OWNER] = cell_owner(o);
-		cells_counters(row + LSN_COUNTERS, o);
-		row[LSN_LIMIT] = cell_u64(o, "limit");
-		table_add_row(&t, row);
-	}
+	table_add_rows(&t, listeners, listener_row);
 	r = table_print(&t, out);
 	table_free(&t);
 	return r;

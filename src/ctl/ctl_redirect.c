@@ -160,52 +160,34 @@ enum list_col {
 	LIST_DATAPATH,
 	LIST_STATE,
 	LIST_AGE,
-	LIST_BYTES_OUT,
-	LIST_BYTES_IN,
-	LIST_PKTS_OUT,
-	LIST_PKTS_IN,
-	LIST_N_COLS
+	LIST_TRAFFIC, /* N_TRAFFIC_COLUMNS of them */
+	LIST_N_COLS = LIST_TRAFFIC + N_TRAFFIC_COLUMNS
 };
 
 static const struct column list_columns[LIST_N_COLS] = {
-    [LIST_ID] = {"ID", true},
-    [LIST_NAME] = {"NAME", false},
-    [LIST_CLIENT] = {"CLIENT", false},
-    [LIST_LISTEN] = {"LISTEN", false},
-    [LIST_TARGET] = {"TARGET", false},
-    [LIST_DATAPATH] = {"DATAPATH", false},
-    [LIST_STATE] = {"STATE", false},
-    [LIST_AGE] = {"AGE", true},
-    [LIST_BYTES_OUT] = {"BYTES_OUT", true},
-    [LIST_BYTES_IN] = {"BYTES_IN", true},
-    [LIST_PKTS_OUT] = {"PKTS_OUT", true},
-    [LIST_PKTS_IN] = {"PKTS_IN", true},
+    {"ID", true},	 {"NAME", false},  {"CLIENT", false}, {"LISTEN", false}, {"TARGET", false},
+    {"DATAPATH", false}, {"STATE", false}, {"AGE", true},     TRAFFIC_COLUMNS,
 };
+
+static void redirect_row(char **row, struct json_object *o)
+{
+	row[LIST_ID] = cell_u64(o, "id");
+	row[LIST_NAME] = cell_string(o, "name");
+	row[LIST_CLIENT] = cell_client(o);
+	row[LIST_LISTEN] = cell_string(o, "listen");
+	row[LIST_TARGET] = cell_string(o, "target");
+	row[LIST_DATAPATH] = cell_datapath(o);
+	row[LIST_STATE] = cell_string(o, "state");
+	row[LIST_AGE] = cell_age(o, "age_ms");
+	cells_traffic(row + LIST_TRAFFIC, o);
+}
 
 int print_redirects(struct json_object *redirects, FILE *out)
 {
 	struct table t = {.cols = list_columns, .n_cols = LIST_N_COLS, .legend = arg_legend};
-	size_t i, n = json_object_array_length(redirects);
 	int r;
 
-	for (i = 0; i < n; i++) {
-		struct json_object *o = json_object_array_get_idx(redirects, i);
-		char *row[LIST_N_COLS];
-
-		row[LIST_ID] = cell_u64(o, "id");
-		row[LIST_NAME] = cell_string(o, "name");
-		row[LIST_CLIENT] = cell_client(o);
-		row[LIST_LISTEN] = cell_string(o, "listen");
-		row[LIST_TARGET] = cell_string(o, "target");
-		row[LIST_DATAPATH] = cell_datapath(o);
-		row[LIST_STATE] = cell_string(o, "state");
-		row[LIST_AGE] = cell_age(o, "age_ms");
-		row[LIST_BYTES_OUT] = cell_u64(o, "bytes_out");
-		row[LIST_BYTES_IN] = cell_u64(o, "bytes_in");
-		row[LIST_PKTS_OUT] = cell_u64(o, "packets_out");
-		row[LIST_PKTS_IN] = cell_u64(o, "packets_in");
-		table_add_row(&t, row);
-	}
+	table_add_rows(&t, redirects, redirect_row);
 	r = table_print(&t, out);
 	table_free(&t);
 	return r;

@@ -54,51 +54,45 @@ int cmd_stats(int argc, char **argv)
 enum stats_col {
 	STATS_NAME,
 	STATS_TYPE,
-	STATS_COUNTERS, /* N_COUNTER_COLUMNS of them */
-	STATS_BYTES_OUT = STATS_COUNTERS + N_COUNTER_COLUMNS,
-	STATS_BYTES_IN,
-	STATS_PKTS_OUT,
-	STATS_PKTS_IN,
-	STATS_N_COLS
+	STATS_COUNTERS,					    /* N_COUNTER_COLUMNS of them */
+	STATS_TRAFFIC = STATS_COUNTERS + N_COUNTER_COLUMNS, /* N_TRAFFIC_COLUMNS of them */
+	STATS_N_COLS = STATS_TRAFFIC + N_TRAFFIC_COLUMNS
 };
 
 static const struct column stats_columns[STATS_N_COLS] = {
-    {"NAME", false},	{"TYPE", false},    COUNTER_COLUMNS,   {"BYTES_OUT", true},
-    {"BYTES_IN", true}, {"PKTS_OUT", true}, {"PKTS_IN", true},
+    {"NAME", false},
+    {"TYPE", false},
+    COUNTER_COLUMNS,
+    TRAFFIC_COLUMNS,
 };
 
-static void stats_add_row(struct table *t, struct json_object *o, char *name, char *type)
+static void stats_cells(char **row, struct json_object *o)
 {
-	char *row[STATS_N_COLS];
-
-	row[STATS_NAME] = name;
-	row[STATS_TYPE] = type;
 	cells_counters(row + STATS_COUNTERS, o);
-	row[STATS_BYTES_OUT] = cell_u64(o, "bytes_out");
-	row[STATS_BYTES_IN] = cell_u64(o, "bytes_in");
-	row[STATS_PKTS_OUT] = cell_u64(o, "packets_out");
-	row[STATS_PKTS_IN] = cell_u64(o, "packets_in");
-	table_add_row(t, row);
+	cells_traffic(row + STATS_TRAFFIC, o);
+}
+
+static void stats_listener_row(char **row, struct json_object *o)
+{
+	row[STATS_NAME] = cell_string(o, "name");
+	row[STATS_TYPE] = cell_string(o, "type");
+	stats_cells(row, o);
 }
 
 /* One row per listener and a "(total)" row (section names cannot hold parentheses). */
 int print_stats(struct json_object *stats, FILE *out)
 {
 	struct table t = {.cols = stats_columns, .n_cols = STATS_N_COLS, .legend = arg_legend};
-	struct json_object *listeners;
-	size_t i, n = 0;
-	char *uptime;
+	struct json_object *listeners = NULL;
+	char *uptime, *total[STATS_N_COLS];
 	int r;
 
-	if (json_object_object_get_ex(stats, "listeners", &listeners) &&
-	    json_object_is_type(listeners, json_type_array))
-		n = json_object_array_length(listeners);
-	for (i = 0; i < n; i++) {
-		struct json_object *o = json_object_array_get_idx(listeners, i);
-
-		stats_add_row(&t, o, cell_string(o, "name"), cell_string(o, "type"));
-	}
-	stats_add_row(&t, stats, strdup("(total)"), strdup("-"));
+	json_object_object_get_ex(stats, "listeners", &listeners);
+	table_add_rows(&t, listeners, stats_listener_row);
+	total[STATS_NAME] = strdup("(total)");
+	total[STATS_TYPE] = strdup("-");
+	stats_cells(total, stats);
+	table_add_row(&t, total);
 	if (arg_legend && !t.error) {
 		uptime = cell_age(stats, "uptime_ms");
 		if (!uptime) {

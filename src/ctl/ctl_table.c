@@ -276,12 +276,44 @@ char *cell_owner(struct json_object *obj)
 	return s;
 }
 
+static void cells_u64(char **row, struct json_object *obj, const char *const *keys, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		row[i] = cell_u64(obj, keys[i]);
+}
+
 void cells_counters(char **row, struct json_object *obj)
 {
 	static const char *const keys[N_COUNTER_COLUMNS] = {"accepted", "refused", "failed",
 							    "live"};
-	size_t i;
 
-	for (i = 0; i < N_COUNTER_COLUMNS; i++)
-		row[i] = cell_u64(obj, keys[i]);
+	cells_u64(row, obj, keys, N_COUNTER_COLUMNS);
+}
+
+void cells_traffic(char **row, struct json_object *obj)
+{
+	static const char *const keys[N_TRAFFIC_COLUMNS] = {"bytes_out", "bytes_in", "packets_out",
+							    "packets_in"};
+
+	cells_u64(row, obj, keys, N_TRAFFIC_COLUMNS);
+}
+
+void table_add_rows(struct table *t, struct json_object *array,
+		    void (*fill)(char **row, struct json_object *obj))
+{
+	size_t i, n = array && json_object_is_type(array, json_type_array)
+			  ? json_object_array_length(array)
+			  : 0;
+	char *row[TABLE_MAX_COLS];
+
+	if (t->n_cols > TABLE_MAX_COLS) {
+		t->error = t->error ?: -E2BIG;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		fill(row, json_object_array_get_idx(array, i));
+		table_add_row(t, row);
+	}
 }
