@@ -421,10 +421,6 @@ static int finish(struct loader *ld)
 	r = close_section(ld);
 	if (r)
 		return r;
-	if (!ld->n_redirects)
-		return loader_error(ld, 0,
-				    "no redirects configured (add a section such as [echo] "
-				    "with listen= and connect=)");
 	for (i = 0; i < ld->n_redirects; i++)
 		if (!strcmp(ld->redirects[i].listen.path, ld->daemon.control_path))
 			return loader_error(ld, ld->listen_lines[i],

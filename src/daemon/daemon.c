@@ -77,6 +77,11 @@ static int open_listeners(struct daemon *d)
 			return err;
 		d->n_listeners++;
 	}
+	/* As packaged: every section commented out until the user writes one. */
+	if (!d->cfg.n_redirects)
+		log_notice("%s configures no redirects: listening on nothing; add a section with "
+			   "listen= and connect=, then reload",
+			   d->cfg.path);
 	return 0;
 }
 
