@@ -69,6 +69,7 @@ struct options {
 	uint64_t sndbuf; /* client stream sockets: SO_SNDBUF(FORCE), 0 for the default */
 	uint64_t mark_after; /* --mark-file is created once a connection has sent this much */
 	const char *mark_file;
+	const char *pause_file; /* once marked, no more sending while this file exists */
 	enum after_send after;
 	bool dgram_connect;
 };
@@ -198,6 +199,8 @@ static const char usage_text[] =
     "                         N bytes can queue in the peer before anyone reads\n"
     "  --mark-after BYTES     with --mark-file: create PATH once a connection has\n"
     "  --mark-file PATH       sent BYTES (a point of the stream a script can wait for)\n"
+    "  --pause-file PATH      with --mark-file: once it is made, send nothing more\n"
+    "                         while PATH exists (a script holds the stream there)\n"
     "\n"
     "Sizes take K, M, G suffixes (KiB, MiB, GiB). Exit status: 0 all verified,\n"
     "1 verification failure, reset or timeout, 2 usage or system error.\n";
@@ -233,6 +236,7 @@ enum option_id {
 	OPT_SNDBUF,
 	OPT_MARK_AFTER,
 	OPT_MARK_FILE,
+	OPT_PAUSE_FILE,
 };
 
 static const struct option long_options[] = {
@@ -263,6 +267,7 @@ static const struct option long_options[] = {
     {"sndbuf", required_argument, NULL, OPT_SNDBUF},
     {"mark-after", required_argument, NULL, OPT_MARK_AFTER},
     {"mark-file", required_argument, NULL, OPT_MARK_FILE},
+    {"pause-file", required_argument, NULL, OPT_PAUSE_FILE},
     {"help", no_argument, NULL, 'h'},
     {}};
 
@@ -331,6 +336,8 @@ static int check_options(int modes)
 	}
 	if (opt.mark_after && !opt.mark_file)
 		return usage_error("--mark-after needs --mark-file", "");
+	if (opt.pause_file && !opt.mark_file)
+		return usage_error("--pause-file needs --mark-file", "");
 	if (opt.expect_len != UNSET && (opt.send_len || opt.dgram_count))
 		return usage_error("--expect only reads: use it with --send 0", "");
 	if (opt.expect_reply != UNSET && opt.after != AFTER_SHUTDOWN)
@@ -396,6 +403,8 @@ static int parse_options(int argc, char **argv)
 			opt.ready_file = optarg;
 		if (id == OPT_MARK_FILE)
 			opt.mark_file = optarg;
+		if (id == OPT_PAUSE_FILE)
+			opt.pause_file = optarg;
 		if (id == OPT_CONNECT)
 			opt.dgram_connect = true;
 		if (id != OPT_AFTER)
@@ -576,15 +585,16 @@ static void kill_self(const struct conn *c)
 	raise(SIGKILL);
 }
 
+static bool mark_written;
+
 /* --mark-file, once: a failure is reported and the stream goes on. */
 static void write_mark_file(void)
 {
-	static bool written;
 	int fd;
 
-	if (written)
+	if (mark_written)
 		return;
-	written = true;
+	mark_written = true;
 	fd = open(opt.mark_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		fprintf(stderr, "vsm-peer: --mark-file %s: %s\n", opt.mark_file, strerror(errno));
@@ -622,13 +632,19 @@ static void conn_send(struct conn *c)
 		write_mark_file();
 }
 
+/* --pause-file: held once the mark is made, for as long as the file exists. */
+static bool send_paused(void)
+{
+	return opt.pause_file && mark_written && access(opt.pause_file, F_OK) == 0;
+}
+
 static short conn_poll_events(const struct conn *c, uint64_t now)
 {
 	short events = 0;
 
 	if (c->done)
 		return 0;
-	if (conn_has_output(c))
+	if (conn_has_output(c) && !send_paused())
 		events |= POLLOUT;
 	/* An echo server reads into its output buffer: only once that is drained. */
 	if (c->receiving && !(c->echo && conn_has_output(c)) && c->slow_until <= now)
@@ -919,6 +935,8 @@ static uint64_t conn_wake_time(const struct conn *c, uint64_t now)
 		return c->linger_until;
 	if (c->receiving && c->slow_until > now)
 		return c->slow_until;
+	if (conn_has_output(c) && send_paused())
+		return now + 10 * 1000 * 1000; /* look at the file again in 10 ms */
 	return UNSET;
 }
 
