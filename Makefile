@@ -8,6 +8,7 @@ BINDIR		?= $(PREFIX)/bin
 MANDIR		?= $(PREFIX)/share/man
 SYSCONFDIR	?= /etc
 UNITDIR		?= $(PREFIX)/lib/systemd/system
+EXAMPLEDIR	?= $(PREFIX)/share/doc/vsockmap/examples
 
 OUTPUT		:= .output
 CC		?= cc
@@ -27,7 +28,9 @@ SRC_INCLUDES	:= $(addprefix -I,$(SRC_DIRS))
 override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) $(SRC_INCLUDES) \
 		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS		+= $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
-BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I$(OUTPUT) -Iinclude -MMD -MP
+# The object is embedded in the daemon whole, its DWARF too: no build path in it.
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I$(OUTPUT) -Iinclude -MMD -MP \
+		   -ffile-prefix-map=$(CURDIR)=.
 
 ifeq ($(V),1)
 Q :=
@@ -74,9 +77,12 @@ FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench fuzz fuzz-build lint soak
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb
 
 all: toolcheck $(BINS) tools
+
+# What is installed: the daemon, the CLI and the configuration file (debian/rules builds this).
+programs: $(BINS) $(OUTPUT)/vsockmap.conf
 
 tools: $(TOOL_BINS)
 
@@ -115,7 +121,7 @@ $(OUTPUT)/src/daemon/daemon.o $(OUTPUT)/src/daemon/control/control_commands.o $(
 $(OUTPUT)/%.o: %.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/vsockmapd: $(DAEMON_OBJS) $(COMMON_OBJS)
 	$(call msg,LINK,$@)
@@ -198,12 +204,28 @@ $(FUZZ_OUTPUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ $(LDLIBS)
 
-install: all
+# The installed configuration: config/vsockmap.conf with every setting commented out, so
+# that a fresh install starts and listens on nothing (scripts/conffile.awk).
+$(OUTPUT)/vsockmap.conf: config/vsockmap.conf scripts/conffile.awk | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)awk -f scripts/conffile.awk $< > $@.tmp && mv $@.tmp $@
+
+# The Debian package in .output/deb, built from a copy of the tree's files
+# (scripts/build-deb.sh); DEB_VERSION=V builds it as version V.
+deb:
+	$(Q)scripts/build-deb.sh $(if $(DEB_VERSION),--version $(DEB_VERSION))
+
+# The configuration as the package has it (all commented out; an existing one is the
+# administrator's and never overwritten); the demo's configuration and the socket units that
+# match only its sections as examples.
+install: programs
 	install -D -m 0755 $(OUTPUT)/vsockmapd $(DESTDIR)$(SBINDIR)/vsockmapd
 	install -D -m 0755 $(OUTPUT)/vsockmapctl $(DESTDIR)$(BINDIR)/vsockmapctl
-	for u in systemd/*.service systemd/*.socket; do \
-		install -D -m 0644 $$u $(DESTDIR)$(UNITDIR)/$${u##*/}; done
-	install -D -m 0644 config/vsockmap.conf $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf
+	install -D -m 0644 systemd/vsockmapd.service $(DESTDIR)$(UNITDIR)/vsockmapd.service
+	for f in config/vsockmap.conf systemd/*.socket; do \
+		install -D -m 0644 $$f $(DESTDIR)$(EXAMPLEDIR)/$${f##*/}; done
+	[ -e $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf ] || \
+		install -D -m 0644 $(OUTPUT)/vsockmap.conf $(DESTDIR)$(SYSCONFDIR)/vsockmap/vsockmap.conf
 	install -D -m 0644 completions/vsockmapctl $(DESTDIR)$(PREFIX)/share/bash-completion/completions/vsockmapctl
 	for m in man/*.[0-9]; do \
 		install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done

@@ -9,6 +9,7 @@ packages=(
 	libbpf-dev libsystemd-dev libinih-dev libjson-c-dev libcmocka-dev
 	socat qemu-system-x86 busybox-static cpio xz-utils gzip gnuplot-nox
 	debootstrap e2fsprogs python3 util-linux cppcheck clang-tidy
+	debhelper dpkg-dev lintian
 )
 
 missing=()
