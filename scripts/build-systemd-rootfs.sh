@@ -25,8 +25,13 @@ SUITE=bookworm
 # kmod (insmod), procps (ps/pgrep), the daemon's shared libraries.
 PACKAGES=(systemd systemd-sysv dbus socat libcap2-bin kmod procps
 	libbpf1 libinih1 libjson-c5 libsystemd0)
+# Downloaded but not left installed: the libraries that only vsockmap uses. They wait in a
+# local apt repository in the image (LOCAL_REPO), so that "apt-get install ./vsockmap_*.deb"
+# in the VM must resolve the package's Depends to install them (tests/systemd/suite.sh).
+DEPS_ONLY=(libbpf1 libinih1)
+LOCAL_REPO=/var/lib/vmtest/apt
 # Bump when the customisation in customise() changes.
-RECIPE=3
+RECIPE=4
 IMAGE_SLACK_MB=384
 
 die() {
@@ -66,8 +71,8 @@ if cached; then
 fi
 
 ((EUID == 0)) || die "building the root file system needs root (debootstrap)"
-for tool in debootstrap mkfs.ext4 sha256sum; do
-	command -v "$tool" >/dev/null || die "$tool not found (apt-get install debootstrap e2fsprogs)"
+for tool in debootstrap mkfs.ext4 sha256sum dpkg-scanpackages; do
+	command -v "$tool" >/dev/null || die "$tool not found (make deps)"
 done
 
 # shellcheck source=scripts/lib/apt-source.sh
@@ -87,6 +92,24 @@ MASK=(getty.target serial-getty@ttyS0.service getty@tty1.service console-getty.s
 	systemd-firstboot.service systemd-update-utmp.service systemd-update-utmp-runlevel.service
 	systemd-journal-flush.service systemd-random-seed.service systemd-pstore.service
 	remote-fs.target cryptsetup.target)
+
+# local_repo ROOT: move DEPS_ONLY out of the installed system into LOCAL_REPO, with an index,
+# as the image's only apt source (the VM has no network).
+local_repo() {
+	local root=$1 repo=$1$LOCAL_REPO p deb
+	mkdir -p "$repo"
+	for p in "${DEPS_ONLY[@]}"; do
+		deb=$(find "$root/var/cache/apt/archives" -name "${p}_*.deb" | head -n1)
+		[[ -n $deb ]] || die "debootstrap left no .deb of $p in var/cache/apt/archives"
+		mv "$deb" "$repo/"
+	done
+	chroot "$root" dpkg --purge "${DEPS_ONLY[@]}" >/dev/null ||
+		die "dpkg --purge ${DEPS_ONLY[*]} in the image failed: something else needs them"
+	(cd "$repo" && dpkg-scanpackages --multiversion . 2>/dev/null) >"$repo/Packages" ||
+		die "dpkg-scanpackages failed in $repo"
+	echo "deb [trusted=yes] file:$LOCAL_REPO ./" >"$root/etc/apt/sources.list"
+	rm -f "$root"/etc/apt/sources.list.d/*
+}
 
 customise() {
 	local root=$1 u
@@ -112,6 +135,7 @@ customise() {
 		DefaultTimeoutStopSec=15s
 		ShowStatus=error
 	EOF
+	local_repo "$root"
 	# No package downloads happen in the VM.
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 	# Documentation is not needed to boot.

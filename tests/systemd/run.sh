@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# run.sh - the systemd tier: boot a minimal Debian with systemd as PID 1 in the QEMU test VM
-# and run tests/systemd/suite.sh there as a service, against the freshly built vsockmapd and
-# its units (see tests/systemd/README.md).
+# run.sh - the systemd tier: build the Debian package (twice, for reproducibility, and once
+# more with a higher version), check it with lintian, boot a minimal Debian with systemd as
+# PID 1 in the QEMU test VM and run tests/systemd/suite.sh there as a service: it installs
+# the package with apt and tests the daemon as installed (see tests/systemd/README.md).
 #
 # Usage: tests/systemd/run.sh [--timeout SEC] [--shell]
 #
@@ -66,8 +67,9 @@ BUSYBOX=$(command -v busybox || true)
 if [[ -z $BUSYBOX ]] || ldd "$BUSYBOX" >/dev/null 2>&1; then
 	die "a static busybox is needed (apt-get install busybox-static)"
 fi
-for b in vsockmapd vsockmapctl tools/vsm-peer; do
-	[[ -x $ROOT/.output/$b ]] || die ".output/$b missing: run make first"
+[[ -x $ROOT/.output/tools/vsm-peer ]] || die ".output/tools/vsm-peer missing: run make first"
+for tool in dpkg-buildpackage lintian; do
+	command -v "$tool" >/dev/null || die "$tool not found (make deps)"
 done
 
 outdir=$ROOT/.output/systemd
@@ -91,6 +93,40 @@ if ! rootfs=$("$ROOT/scripts/build-systemd-rootfs.sh"); then
 fi
 rootfs=${rootfs#ROOTFS=}
 t_prep=$EPOCHREALTIME
+
+# ---- the Debian package: what the VM installs, built twice, and a higher version ----------
+pkgdir=$outdir/deb
+base_version=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
+up_version=$base_version+upgradetest1
+deb_sha() { # DIR VERSION: the sha256 of that build's vsockmap .deb
+	sha256sum "$1/vsockmap_$2_amd64.deb" | cut -d' ' -f1
+}
+"$ROOT/scripts/build-deb.sh" --out "$outdir/deb-first" --no-lintian >/dev/null ||
+	die "scripts/build-deb.sh failed"
+"$ROOT/scripts/build-deb.sh" --out "$pkgdir" --no-lintian >/dev/null || die "scripts/build-deb.sh failed"
+sha1=$(deb_sha "$outdir/deb-first" "$base_version")
+sha2=$(deb_sha "$pkgdir" "$base_version")
+if [[ $sha1 == "$sha2" ]]; then
+	echo "  PASS package-reproducible two builds of vsockmap_${base_version}_amd64.deb, one sha256 ${sha1:0:16}"
+	runner_count PASS
+else
+	diff_files=$(diff <(dpkg-deb -c "$outdir/deb-first/vsockmap_${base_version}_amd64.deb") \
+		<(dpkg-deb -c "$pkgdir/vsockmap_${base_version}_amd64.deb") | tr '\n' ' ')
+	echo "  FAIL package-reproducible two builds differ: ${sha1:0:16} and ${sha2:0:16} ${diff_files:+(contents: $diff_files)}"
+	runner_count FAIL
+fi
+rm -rf "$outdir/deb-first"
+tags=$(lintian --pedantic -I -E "$pkgdir/vsockmap_${base_version}_amd64.changes" 2>&1 |
+	grep -v 'running with root privileges' || true)
+if [[ -z $tags ]]; then
+	echo "  PASS package-lintian lintian $(lintian --print-version) --pedantic -I -E: no tag but the justified overrides in debian/"
+	runner_count PASS
+else
+	echo "  FAIL package-lintian $(tr '\n' ' ' <<<"$tags")"
+	runner_count FAIL
+fi
+"$ROOT/scripts/build-deb.sh" --out "$pkgdir" --version "$up_version" --no-lintian >/dev/null ||
+	die "scripts/build-deb.sh --version $up_version failed"
 
 # ---- initramfs: busybox, the modules, /init, and the payload copied over the root ----------
 staging=$(mktemp -d "${TMPDIR:-/tmp}/vsockmap-systemd-vm.XXXXXX")
@@ -116,17 +152,14 @@ for m in "${MODULES[@]}"; do
 done
 
 p=$staging/payload
-install -D -m 0755 "$ROOT/.output/vsockmapd" "$p/usr/sbin/vsockmapd"
-install -D -m 0755 "$ROOT/.output/vsockmapctl" "$p/usr/bin/vsockmapctl"
-install -D -m 0755 "$ROOT/.output/tools/vsm-peer" "$p/usr/bin/vsm-peer"
-for u in "$ROOT"/systemd/*.service "$ROOT"/systemd/*.socket; do
-	install -D -m 0644 "$u" "$p/usr/lib/systemd/system/$(basename "$u")"
+# vsockmap itself only as the two .debs: the suite installs them with apt (package.sh).
+for v in "$base_version" "$up_version"; do
+	install -D -m 0644 "$pkgdir/vsockmap_${v}_amd64.deb" "$p/var/lib/vmtest/pkg/vsockmap_${v}_amd64.deb"
 done
-install -D -m 0644 "$ROOT/config/vsockmap.conf" "$p/etc/vsockmap/vsockmap.conf"
+install -D -m 0755 "$ROOT/.output/tools/vsm-peer" "$p/usr/bin/vsm-peer"
 install -D -m 0644 "$ROOT/tests/lib/harness.sh" "$p/usr/lib/vmtest/lib.sh"
 install -D -m 0755 "$HERE/suite.sh" "$p/usr/lib/vmtest/suite.sh"
-[[ ! -f $ROOT/.output/bpf-object.sha256 ]] ||
-	install -D -m 0644 "$ROOT/.output/bpf-object.sha256" "$p/usr/lib/vmtest/bpf-object.sha256"
+install -D -m 0644 "$HERE/package.sh" "$p/usr/lib/vmtest/package.sh"
 install -D -m 0644 "$HERE/vsockmap-test.service" "$p/etc/systemd/system/vsockmap-test.service"
 mkdir -p "$p/etc/systemd/system/multi-user.target.wants"
 # The suite's time limit, below the host's, so its own timeout is reported first.
@@ -138,6 +171,8 @@ mkdir -p "$p/etc/vmtest"
 	# The restart test's size: RESTARTS=3 BULK=64M for a quick look.
 	echo "RESTARTS=${RESTARTS:-20}"
 	echo "BULK=${BULK:-256M}"
+	echo "PKG_BASE=vsockmap_${base_version}_amd64.deb"
+	echo "PKG_UPGRADE=vsockmap_${up_version}_amd64.deb"
 } >"$p/etc/vmtest/env"
 mkdir -p "$p/etc/systemd/system/vsockmap-test.service.d"
 printf '[Service]\nRuntimeMaxSec=%s\n' "$suite_timeout" \

@@ -5,13 +5,18 @@
 # vsockmap-test.service; prints VMTEST lines on the serial console (tests/lib/harness.sh) and
 # "VMSUITE-END rc=N" at the end. SYSTEMD_TESTS="name ..." runs only those groups.
 #
-# The shipped units are installed in /usr/lib/systemd/system and the shipped
-# config/vsockmap.conf in /etc/vsockmap; test variations are runtime drop-ins in
+# Everything under test comes from the Debian package, installed first with apt
+# (package.sh): the unit in /lib/systemd/system; then, as a user would configure it, the
+# example configuration (config/vsockmap.conf) as /etc/vsockmap/vsockmap.conf and the example
+# socket units in /etc/systemd/system. Test variations are runtime drop-ins in
 # /run/systemd/system/vsockmapd.service.d, removed after each group. A vsock echo service
-# listens on port 5000 of CID 1 (socat through vsock_loopback).
+# listens on port 5000 of CID 1 (socat through vsock_loopback). The package group (upgrade,
+# remove, purge) comes last.
 
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+# shellcheck source=tests/systemd/package.sh
+. "$(dirname "${BASH_SOURCE[0]}")/package.sh"
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
@@ -798,8 +803,8 @@ test_analyze() {
 		vmtest_fail analyze-security "exposure $score > 2.0; exposed: $bad"
 	fi
 	# --man=no: the image carries no man pages.
-	out=$(systemd-analyze verify --man=no /usr/lib/systemd/system/vsockmapd.service \
-		/usr/lib/systemd/system/vsockmapd.socket /usr/lib/systemd/system/vsockmapd-logs.socket 2>&1)
+	out=$(systemd-analyze verify --man=no /lib/systemd/system/vsockmapd.service \
+		/etc/systemd/system/vsockmapd.socket /etc/systemd/system/vsockmapd-logs.socket 2>&1)
 	if [[ $? == 0 && -z $out ]]; then
 		vmtest_pass analyze-verify "systemd-analyze verify: vsockmapd.service, vsockmapd.socket, vsockmapd-logs.socket clean"
 	else
@@ -810,6 +815,10 @@ test_analyze() {
 # ---- run -------------------------------------------------------------------------------------
 
 rc=0
+if ! test_package_install; then
+	printf 'VMSUITE-END rc=1\n' >"$VMTEST_CONSOLE"
+	exit 0
+fi
 test_setup || rc=1
 start_echo_service || rc=1
 if want start; then
@@ -840,6 +849,10 @@ want watchdog && test_watchdog
 want capabilities && test_capabilities
 want ratelimit && test_ratelimit
 want analyze && test_analyze
+if want package; then
+	test_package_upgrade
+	test_package_remove && test_package_purge
+fi
 stop_all
 grep -q '^VMTEST FAIL' "$VMTEST_RESULTS" 2>/dev/null && rc=1
 vmtest_log "suite done at $(cut -d' ' -f1 /proc/uptime)s uptime"
