@@ -59,7 +59,7 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
 PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
 		   dataplane/dataplane_queues.o dataplane/dgram_plane.o \
 		   dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
-TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%)
+TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(OUTPUT)/tools/vsm-trace
 BPF_OBJ		:= $(OUTPUT)/vsockmap.bpf.o
 SKEL		:= $(OUTPUT)/vsockmap.skel.h
 
@@ -77,7 +77,7 @@ FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace
 
 all: toolcheck $(BINS) tools
 
@@ -146,6 +146,22 @@ $(OUTPUT)/tests/test_prog_%: $(OUTPUT)/tests/prog/test_prog_%.o $(PROG_DEPS) $(C
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
+# bench/trace: the kernel-cost tracer (bench/README.md), a BPF object of its own.
+$(OUTPUT)/vsm-trace.bpf.o: bench/trace/vsm-trace.bpf.c bench/trace/vsm_trace.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/trace -c $< -o $@
+
+$(OUTPUT)/vsm-trace.skel.h: $(OUTPUT)/vsm-trace.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name vsm_trace_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/bench/trace/vsm-trace.o: $(OUTPUT)/vsm-trace.skel.h
+
+$(OUTPUT)/tools/vsm-trace: $(OUTPUT)/bench/trace/vsm-trace.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 $(OUTPUT)/tools/%: $(OUTPUT)/tests/tools/%.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
@@ -179,6 +195,10 @@ demo: deps all
 # Performance, reported and never asserted; QUICK=1 for the short profile (bench/README.md).
 bench: deps all
 	$(Q)QUICK=$(QUICK) bench/run.sh
+
+# What the kernel does per MiB, per relay mode, in the VM (bench/trace/run.sh); never asserted.
+trace: deps all
+	$(Q)bench/trace/run.sh
 
 # Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.
 soak: deps all
