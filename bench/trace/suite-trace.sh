@@ -46,7 +46,7 @@ trace_modes() {
 		_srv=$SRV_PID
 		# Counted until the sink has all of it (its result line): a relay may still carry bytes
 		# after the client is done writing them.
-		vsm-trace --bytes "$TRACE_BYTES" -- sh -c '"$1" source "$2" --bytes "$3" --timeout "$4" || exit
+		vsm-trace --bytes "$TRACE_BYTES" -- sh -c '"$1" source "$2" --bytes "$3" --timeout "$4" $TRACE_CLIENT_ARGS || exit
 			t=$(($4 * 100)); while ! grep -q verify "$5" && [ $t -gt 0 ]; do t=$((t - 1)); sleep 0.01; done' \
 			trace-client "$BENCH_TOOL" "$(bench_client_addr "$_mode")" "$TRACE_BYTES" \
 			"$BENCH_TIMEOUT" "$BENCH_DIR/srv.out" >"$BENCH_DIR/trace.out" 2>"$BENCH_DIR/trace.err"
@@ -68,10 +68,10 @@ trace_modes() {
 }
 
 trace_modes ""
-# The daemon as it is, and then with its client inserted into the sockhash at the first byte
-# (its test knob): a bulk upload that starts at connect keeps the daemon's pre-insert
-# forwarding going to its end on one vCPU (docs/performance.md), so only this pass shows
-# the kernel path itself carrying.
+# The daemon as it is; then with its client inserted into the sockhash at the first byte (its
+# test knob); then with a client that waits before it sends. A bulk upload that starts at
+# connect is often forwarded by the daemon itself on one vCPU (docs/performance.md): the
+# "vsock sendmsg" rows say who carried each run.
 _daemon_modes=
 for _mode in $BENCH_MODES; do
 	case $_mode in vsockmapd | vsockmapd-permanent) _daemon_modes="$_daemon_modes $_mode" ;; esac
@@ -81,4 +81,9 @@ if [ -n "$_daemon_modes" ]; then
 	export VSOCKMAPD_TEST_INSERT_QUEUED=1
 	trace_modes +insert-at-once
 	unset VSOCKMAPD_TEST_INSERT_QUEUED
+	# A client that starts 0.2 s after its connect: by then the daemon has found its socket
+	# empty and handed it to the kernel, which carries every byte.
+	export TRACE_CLIENT_ARGS="--start-delay 0.2"
+	trace_modes +late-start
+	unset TRACE_CLIENT_ARGS
 fi

@@ -57,7 +57,7 @@ struct options {
 	struct tool_addr addr;
 	uint64_t bytes, expect, conns, parallel, count, warmup, concurrency;
 	uint64_t write_size, read_size, max_failures;
-	double timeout_s, connect_timeout_s, conn_timeout_s;
+	double timeout_s, connect_timeout_s, conn_timeout_s, start_delay_s;
 	const char *ready_file;
 	bool no_eof;
 	bool dgram_connect;
@@ -604,6 +604,14 @@ static int xfer_main(const char *role, bool sender, bool server)
 			fd = connect_with_retry(&opt.addr, retry_until, false);
 			if (fd < 0 || xfer_add(&x, fd))
 				goto out;
+		}
+		if (sender && opt.start_delay_s > 0) {
+			uint64_t ns = (uint64_t)(opt.start_delay_s * 1e9);
+			struct timespec pause = {.tv_sec = (time_t)(ns / 1000000000),
+						 .tv_nsec = (long)(ns % 1000000000)};
+
+			nanosleep(&pause, NULL);
+			x.t_begin = now_ns(); /* the rate counts from the first byte */
 		}
 		for (k = 0; k < x.nconns && sender; k++)
 			xconn_send(&x, &x.conns[k]);
@@ -1154,6 +1162,8 @@ static const char usage_text[] =
     "  --connect-timeout S  retry refused connects for S seconds (10)\n"
     "  --conn-timeout S     connect-rate, hold: give up on one connection after S (10)\n"
     "  --ready-file PATH    servers: written once listening (holds the tcp port)\n"
+    "  --start-delay S      source: wait S seconds after connecting, then send (a\n"
+    "                       client that writes once its peer is ready)\n"
     "  -h, --help           this text\n"
     "\n"
     "Exit status: 0 verified, 1 verification failure, timeout or failed connections,\n"
@@ -1176,6 +1186,7 @@ enum option_id {
 	OPT_CONNECT_TIMEOUT,
 	OPT_CONN_TIMEOUT,
 	OPT_READY_FILE,
+	OPT_START_DELAY,
 };
 
 static const struct option long_options[] = {
@@ -1195,6 +1206,7 @@ static const struct option long_options[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"conn-timeout", required_argument, NULL, OPT_CONN_TIMEOUT},
     {"ready-file", required_argument, NULL, OPT_READY_FILE},
+    {"start-delay", required_argument, NULL, OPT_START_DELAY},
     {"help", no_argument, NULL, 'h'},
     {},
 };
@@ -1242,6 +1254,8 @@ static double *seconds_option(int id)
 		return &opt.connect_timeout_s;
 	case OPT_CONN_TIMEOUT:
 		return &opt.conn_timeout_s;
+	case OPT_START_DELAY:
+		return &opt.start_delay_s;
 	}
 	return NULL;
 }
