@@ -77,7 +77,7 @@ FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace kernel-patched
 
 all: toolcheck $(BINS) tools
 
@@ -199,6 +199,11 @@ bench: deps all
 # What the kernel does per MiB, per relay mode, in the VM (bench/trace/run.sh); never asserted.
 trace: deps all
 	$(Q)bench/trace/run.sh
+
+# The kernel patches (kernel/README.md) built into stock and patched VM kernels, cached outside
+# the tree; never part of make check.
+kernel-patched:
+	$(Q)kernel/build.sh
 
 # Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.
 soak: deps all
