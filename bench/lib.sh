@@ -45,6 +45,23 @@ BENCH_DGRAM_SOURCE_ARGS=${BENCH_DGRAM_SOURCE_ARGS:-}
 
 # ---- records -------------------------------------------------------------------------------
 
+# bench_vm_part DIR: the VM part's settings (a vsock sink on CID 1's port 5100, no proxyd),
+# scratch directory DIR and an empty results file; for the VM suites of the bench and trace.
+bench_vm_part() {
+	BENCH_PART=vm
+	BENCH_DIR=$1
+	BENCH_RESULTS=$BENCH_DIR/results
+	BENCH_CONSOLE=$VMTEST_CONSOLE
+	BENCH_TARGET_LISTEN=vsock:any:5100
+	BENCH_TARGET_DIRECT=vsock:1:5100
+	BENCH_TARGET_SOCAT=VSOCK-CONNECT:1:5100
+	BENCH_TARGET_DAEMON=VSOCK-CONNECT:1:5100
+	BENCH_TARGET_PROXYD=
+	BENCH_PROXYD_NA="systemd-socket-proxyd cannot connect to vsock"
+	mkdir -p "$BENCH_DIR"
+	: >"$BENCH_RESULTS"
+}
+
 # bench_emit JSON: one result line.
 bench_emit() {
 	printf '%s\n' "$1" >>"$BENCH_RESULTS"

@@ -15,19 +15,8 @@
 # shellcheck disable=SC1091
 . /usr/lib/vmtest/trace-params.sh
 
-BENCH_PART=vm
-BENCH_DIR=$VMTEST_TMP/trace
-BENCH_RESULTS=$BENCH_DIR/results
-BENCH_CONSOLE=$VMTEST_CONSOLE
-BENCH_TARGET_LISTEN=vsock:any:5100
-BENCH_TARGET_DIRECT=vsock:1:5100
-BENCH_TARGET_SOCAT=VSOCK-CONNECT:1:5100
-BENCH_TARGET_DAEMON=VSOCK-CONNECT:1:5100
-BENCH_TARGET_PROXYD=
-BENCH_PROXYD_NA="systemd-socket-proxyd cannot connect to vsock"
+bench_vm_part "$VMTEST_TMP/trace"
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
-mkdir -p "$BENCH_DIR"
-: >"$BENCH_RESULTS"
 
 # The tracepoint needs tracefs; kprobes do not.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null

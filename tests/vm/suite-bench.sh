@@ -20,18 +20,7 @@
 # shellcheck disable=SC1091
 . /usr/lib/vmtest/bench-params.sh
 
-BENCH_PART=vm
-BENCH_DIR=$VMTEST_TMP/bench
-BENCH_RESULTS=$BENCH_DIR/results
-BENCH_CONSOLE=$VMTEST_CONSOLE
-BENCH_TARGET_LISTEN=vsock:any:5100
-BENCH_TARGET_DIRECT=vsock:1:5100
-BENCH_TARGET_SOCAT=VSOCK-CONNECT:1:5100
-BENCH_TARGET_DAEMON=VSOCK-CONNECT:1:5100
-BENCH_TARGET_PROXYD=
-BENCH_PROXYD_NA="systemd-socket-proxyd cannot connect to vsock"
-mkdir -p "$BENCH_DIR"
-: >"$BENCH_RESULTS"
+bench_vm_part "$VMTEST_TMP/bench"
 
 # 10,000 idle redirects are 30,000 descriptors in the daemon's process alone.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
