@@ -41,6 +41,8 @@ done
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { echo "$PROG: $*" >&2; }
 
+# What a kernel build needs beyond make check's own packages (installed only when missing).
+"$ROOT/scripts/install-deps.sh" --kernel || die "scripts/install-deps.sh --kernel failed"
 for tool in apt-get apt-cache dpkg-deb make gcc flex bison bc pahole; do
 	command -v "$tool" >/dev/null || die "$tool not found (kernel/README.md lists what the build needs)"
 done

@@ -2,6 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Install the Debian packages vsockmap needs to build and test. Running it again is harmless:
 # it only calls apt-get when something is missing.
+#
+#   scripts/install-deps.sh [--kernel]
+#
+# --kernel adds what kernel/build.sh (make kernel-patched) needs to build a kernel; make check
+# never builds one.
 set -euo pipefail
 
 packages=(
@@ -11,6 +16,12 @@ packages=(
 	debootstrap e2fsprogs python3 util-linux cppcheck clang-tidy
 	debhelper dpkg-dev lintian
 )
+if [[ ${1:-} == --kernel ]]; then
+	packages+=(flex bison bc dwarves libelf-dev libssl-dev patch)
+elif (($#)); then
+	echo "usage: $0 [--kernel]" >&2
+	exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
