@@ -56,6 +56,10 @@ connect = $(target_connect 9)
 listen  = UNIX-RECV:$E2E_DIR/dgram.sock
 connect = $(target_connect 1)
 
+[bulk]
+listen  = UNIX-LISTEN:$E2E_DIR/bulk.sock
+connect = $(target_connect 0)$([ "$E2E_TARGET" = vsock ] || echo ,sndbuf=65536)
+
 [tcp]
 listen  = UNIX-LISTEN:$E2E_DIR/tcp.sock
 connect = TCP-CONNECT:127.0.0.1:$((E2E_PORT_BASE + 3000))
@@ -354,6 +358,60 @@ e2e_run_streams() {
 	scenario_tcp
 	scenario_counters
 	e2e_stop_daemon
+}
+
+# A bulk upload is the kernel's to carry. Before the insert the daemon reads the client and
+# writes to the target; once the target is full it hands what it read to the kernel through
+# its injector (src/daemon/redirect/redirect_inject.c), so the client's queue empties and the
+# insert comes. Without that, a client that keeps its socket full kept the daemon carrying up
+# to all of it (docs/performance.md, "Who carries a bulk upload"). The daemon's debug line at
+# the close says how many bytes it carried itself: at most BULK_DAEMON_MAX of 64 MiB. The
+# client queues 8 MiB before the daemon reads (--sndbuf, and the daemon stopped meanwhile),
+# more than one read of the daemon's takes, and the target fills at once: vsock's credit is
+# 256 KiB, and a unix target here (section "bulk") gets a 64 KiB send buffer and a slow
+# server behind it.
+BULK_DAEMON_MAX=$((4 * 1024 * 1024))
+scenario_bulk_to_kernel() {
+	E2E_LOG_LEVEL=debug
+	e2e_start_daemon "$@"
+	_rc=$?
+	E2E_LOG_LEVEL=
+	[ $_rc -eq 0 ] || return 1
+	start_server bulk-to-kernel "$(peer_addr 0)" --sink --count 1 --expect 64M --timeout 300 \
+		--slow 100
+	# The daemon stopped until the client has queued its 8 MiB: its first read finds a full
+	# socket, whichever runs first on one vCPU.
+	kill -STOP "$E2E_DAEMON"
+	vsm-peer client "unix:$E2E_DIR/bulk.sock" --send 64M --sndbuf 8M --timeout 300 \
+		>"$E2E_DIR/bulk-to-kernel.client" 2>&1 &
+	_cpid=$!
+	sleep 0.5
+	kill -CONT "$E2E_DAEMON"
+	wait $_cpid
+	_crc=$?
+	wait "$SERVER_PID"
+	_src=$?
+	_line=""
+	_ticks=0
+	while [ -z "$_line" ] && [ $_ticks -lt 100 ]; do
+		_line=$(grep 'closed after' "$E2E_DIR/daemon.log" | tail -n 1)
+		[ -n "$_line" ] || sleep 0.1
+		_ticks=$((_ticks + 1))
+	done
+	e2e_stop_daemon
+	_by_daemon=$(printf '%s' "$_line" | sed -n 's/.*bytes out [0-9]* (\([0-9]*\) by the daemon).*/\1/p')
+	_total=$(printf '%s' "$_line" | sed -n 's/.*bytes out \([0-9]*\) .*/\1/p')
+	if [ "$_crc" -ne 0 ] || [ "$_src" -ne 0 ]; then
+		vmtest_fail bulk-to-kernel "client rc=$_crc server rc=$_src | $(tail -n 2 "$E2E_DIR/bulk-to-kernel.server" | tr '\n' ' ')"
+	elif [ -z "$_by_daemon" ]; then
+		vmtest_fail bulk-to-kernel "no 'closed after' line in the daemon's debug log: $(tail -n 3 "$E2E_DIR/daemon.log" | tr '\n' ' ')"
+	elif [ "${E2E_FASTPATH:-}" != permanent ] && [ "$_total" != 67108864 ]; then
+		vmtest_fail bulk-to-kernel "every byte verified, but the daemon counted $_total bytes out, not 67108864: $_line"
+	elif [ "$_by_daemon" -gt "$BULK_DAEMON_MAX" ]; then
+		vmtest_fail bulk-to-kernel "the daemon carried $_by_daemon of 67108864 bytes itself (at most $BULK_DAEMON_MAX): $_line"
+	else
+		vmtest_pass bulk-to-kernel "64 MiB upload verified; the daemon carried $_by_daemon bytes of it, the kernel the rest$(grep -q 'the injector' "$E2E_DIR/daemon.log" && echo ' (injector used)')"
+	fi
 }
 
 # Bytes the client sends between the daemon's last read and the insert are left behind in
@@ -838,6 +896,7 @@ e2e_run_userspace() {
 # E2E_SUBSET=drain (the locked-down run) leaves out the user-space repeat.
 e2e_run_common() {
 	e2e_run_streams
+	scenario_bulk_to_kernel
 	e2e_run_late_insert
 	e2e_run_dgram
 	e2e_check_bpf_object

@@ -103,6 +103,7 @@ void redirect_free(struct redirect *r)
 		remove_map_entries(r);
 	redirect_events_forget(r);
 	for (i = 0; i < 2; i++) {
+		dir_inject_close(r, i);
 		safe_close(r->ep[i].fd);
 		safe_close(r->dir[i].pipe[0]);
 		safe_close(r->dir[i].pipe[1]);
@@ -394,8 +395,10 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = target_fd;
-	for (i = 0; i < VSOCKMAP_NR_DIRS; i++)
+	for (i = 0; i < VSOCKMAP_NR_DIRS; i++) {
 		r->dir[i].pipe[0] = r->dir[i].pipe[1] = -1;
+		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
+	}
 	r->next = d->redirects;
 	if (d->redirects)
 		d->redirects->prev = r;

@@ -61,20 +61,30 @@ int flush_buf(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
+	bool inject = dir_injecting(dir);
+
 	while (dir->buf_off < dir->buf_len) {
 		if (dst->hup) {
 			dir->buf_off = dir->buf_len = 0; /* nobody left to read it */
 			break;
 		}
-		n = send(dst->fd, dir->buf + dir->buf_off, dir->buf_len - dir->buf_off,
-			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* Into the injector, the bytes are the kernel's to carry and to count. */
+		n = send(inject ? dir->inject_fd : dst->fd, dir->buf + dir->buf_off,
+			 dir->buf_len - dir->buf_off, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
+			if (errno == EAGAIN && inject) {
+				/* No readiness says when its backlog moved on: look again soon. */
+				dir->retry_usec = now_usec() + INJECT_RETRY_USEC;
+				return 0;
+			}
 			if (errno == EAGAIN || write_deferred(dir, errno))
 				return 0;
 			dst_failed(r, src, errno, dir->buf_len - dir->buf_off);
 			continue;
 		}
 		dir->buf_off += n;
+		if (inject)
+			continue;
 		dir->user_bytes += n;
 		dir->user_packets++;
 	}

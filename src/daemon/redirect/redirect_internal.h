@@ -8,6 +8,8 @@
  *   redirect_kernel_path.c the way the kernel carries: insert, left-behind bytes, gate
  *                          catch-up, drain at EOF
  *   redirect_copy.c        the bytes the daemon moves itself
+ *   redirect_inject.c      the injector: the daemon's bytes handed to the kernel before the
+ *                          insert, while the target is full
  *   redirect_events.c      the epoll set of all redirects and its batch
  */
 #ifndef VSOCKMAP_REDIRECT_INTERNAL_H
@@ -31,6 +33,9 @@
 
 /* A write that failed for want of memory is tried again this much later. */
 #define WRITE_RETRY_USEC (10 * 1000)
+
+/* A write into the injector that found it full is tried again this much later. */
+#define INJECT_RETRY_USEC (1 * 1000)
 
 /* A direction's buffer, while the daemon carries its bytes; never smaller once grown. */
 #define SYNC_BUF_SIZE (256 * 1024)
@@ -75,6 +80,12 @@ struct direction {
 	bool send_failed_logged; /* a failed write into the destination was logged */
 	bool sync_held_back;	 /* DIR_SYNC: the insert waits (test knob) */
 	uint64_t retry_usec;	 /* a write short of memory is tried again then */
+	/* DIR_SYNC, target full: the daemon writes into the injector (redirect_inject.c) */
+	int inject_fd;		  /* X: the daemon writes here; -1: not injecting */
+	int inject_peer;	  /* Y: in the sockhash, linked to the target */
+	uint64_t inject_cookie;	  /* Y's */
+	bool inject_error_logged; /* an injector that could not be opened was logged */
+	bool insert_error_logged; /* an insert that failed while injecting was logged */
 };
 
 struct redirect {
@@ -164,6 +175,18 @@ void dir_check_left_behind(struct redirect *r, int src); /* DIR_OPEN */
 void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */
 void dir_catchup(struct redirect *r, int src);		 /* DIR_CATCHUP */
 void dir_drain(struct redirect *r, int src);		 /* DIR_DRAINING */
+
+/* ---- redirect_inject.c ---- */
+
+/* The daemon writes direction src's bytes into the injector: they reach the target in order. */
+static inline bool dir_injecting(const struct direction *dir)
+{
+	return dir->inject_fd >= 0;
+}
+/* Open the injector of direction src (the client's only). 0 or -errno (-EOPNOTSUPP). */
+int dir_inject_open(struct redirect *r, int src);
+/* Close it: what it was given is in the target's backlog by now. */
+void dir_inject_close(struct redirect *r, int src);
 
 /* ---- redirect_events.c ---- */
 

@@ -33,6 +33,10 @@
  * An skb that arrives between the last read and the insert was queued before the verdict
  * was attached: each later send moves the oldest one on, so the stream stays in order but
  * runs that many skbs behind, and at EOF the daemon forwards the rest (dir_drain()).
+ *
+ * The insert waits for a read that finds the client's socket empty. While the target is
+ * full, the daemon writes into the injector instead (redirect_inject.c): a client that keeps
+ * its socket full would otherwise be carried by the daemon to its last byte.
  */
 void dir_sync(struct redirect *r, int src)
 {
@@ -49,6 +53,7 @@ void dir_sync(struct redirect *r, int src)
 			return; /* the timer looks again */
 		goto insert;
 	}
+again:
 	do
 		n = forward_some(r, src);
 	while (n > 0 && dir->buf_off == dir->buf_len);
@@ -56,12 +61,25 @@ void dir_sync(struct redirect *r, int src)
 		dir_enter(r, src, DIR_SOURCE_ENDED); /* EOF or an error */
 		return;
 	}
-	if (dir->buf_off < dir->buf_len)
-		return; /* destination full: wait for EPOLLOUT */
+	if (dir->buf_off < dir->buf_len) {
+		/* The target is full: hand the rest to the kernel (redirect_inject.c). */
+		if (!dir_injecting(dir) && !dir_inject_open(r, src))
+			goto again;
+		return; /* wait for EPOLLOUT, or the injector's retry */
+	}
 	if (r->d->redirect_loop.test_insert_delay_us)
 		usleep(r->d->redirect_loop.test_insert_delay_us);
 insert:
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
+	if (err && dir_injecting(dir)) {
+		/* What the injector took is queued for the target: the daemon may not write there. */
+		if (!dir->insert_error_logged)
+			redirect_log_errno(r, LOG_WARNING, err,
+					   "adding the client to the sockhash; the daemon carries it "
+					   "through the injector");
+		dir->insert_error_logged = true;
+		return;
+	}
 	if (err) {
 		redirect_log_errno(r, LOG_WARNING, err,
 				   "adding the client to the sockhash; the daemon carries it");
@@ -69,6 +87,7 @@ insert:
 		return;
 	}
 	ep->in_map = true;
+	dir_inject_close(r, src); /* its bytes are in the target's backlog, before the client's */
 	dir_enter(r, src, DIR_INSERTED);
 	n = socket_inq(ep->fd);
 	if (n > 0) {
@@ -429,7 +448,13 @@ void dir_drain(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
 
-	if (!dir_drained(r, src) || !take_held(r, src))
+	/* The injector's bytes first; the drain then waits for them like for any redirected. */
+	if (dir_injecting(dir) && !flush_buf(r, src))
+		return;
+	if (!dir_drained(r, src))
+		return;
+	dir_inject_close(r, src);
+	if (!take_held(r, src))
 		return;
 	/*
 	 * The kernel and the verdict are done; what is left in the socket's own queue was left
