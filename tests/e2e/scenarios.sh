@@ -365,12 +365,13 @@ e2e_run_streams() {
 # its injector (src/daemon/redirect/redirect_inject.c), so the client's queue empties and the
 # insert comes. Without that, a client that keeps its socket full kept the daemon carrying up
 # to all of it (docs/performance.md, "Who carries a bulk upload"). The daemon's debug line at
-# the close says how many bytes it carried itself: at most BULK_DAEMON_MAX of 64 MiB. The
-# client queues 8 MiB before the daemon reads (--sndbuf, and the daemon stopped meanwhile),
+# the close says how many bytes it read itself, written to the target or into its injector:
+# at most BULK_DAEMON_MAX of 64 MiB, where a machine has two CPUs or more. The client queues
+# 8 MiB before the daemon reads (--sndbuf, and the daemon stopped meanwhile),
 # more than one read of the daemon's takes, and the target fills at once: vsock's credit is
 # 256 KiB, and a unix target here (section "bulk") gets a 64 KiB send buffer and a slow
 # server behind it.
-BULK_DAEMON_MAX=$((4 * 1024 * 1024))
+BULK_DAEMON_MAX=$((16 * 1024 * 1024))
 scenario_bulk_to_kernel() {
 	E2E_LOG_LEVEL=debug
 	e2e_start_daemon "$@"
@@ -399,7 +400,9 @@ scenario_bulk_to_kernel() {
 		_ticks=$((_ticks + 1))
 	done
 	e2e_stop_daemon
-	_by_daemon=$(printf '%s' "$_line" | sed -n 's/.*bytes out [0-9]* (\([0-9]*\) by the daemon).*/\1/p')
+	_by_daemon=$(printf '%s' "$_line" | sed -n 's/.*bytes out [0-9]* (\([0-9]*\) by the daemon, \([0-9]*\) through its injector).*/\1 \2/p')
+	_injected=${_by_daemon#* }
+	_by_daemon=${_by_daemon% *}
 	_total=$(printf '%s' "$_line" | sed -n 's/.*bytes out \([0-9]*\) .*/\1/p')
 	if [ "$_crc" -ne 0 ] || [ "$_src" -ne 0 ]; then
 		vmtest_fail bulk-to-kernel "client rc=$_crc server rc=$_src | $(tail -n 2 "$E2E_DIR/bulk-to-kernel.server" | tr '\n' ' ')"
@@ -407,10 +410,14 @@ scenario_bulk_to_kernel() {
 		vmtest_fail bulk-to-kernel "no 'closed after' line in the daemon's debug log: $(tail -n 3 "$E2E_DIR/daemon.log" | tr '\n' ' ')"
 	elif [ "${E2E_FASTPATH:-}" != permanent ] && [ "$_total" != 67108864 ]; then
 		vmtest_fail bulk-to-kernel "every byte verified, but the daemon counted $_total bytes out, not 67108864: $_line"
-	elif [ "$_by_daemon" -gt "$BULK_DAEMON_MAX" ]; then
-		vmtest_fail bulk-to-kernel "the daemon carried $_by_daemon of 67108864 bytes itself (at most $BULK_DAEMON_MAX): $_line"
+	elif [ "$(grep -c ^processor /proc/cpuinfo)" -lt 2 ]; then
+		# One CPU: the client refills its socket before every next read of the daemon's, and
+		# the injector carries the upload (docs/performance.md, "Who carries a bulk upload").
+		vmtest_pass bulk-to-kernel "64 MiB upload verified and counted; one CPU: the daemon read $((_by_daemon + _injected)) bytes of it ($_injected through its injector), the kernel carried the rest"
+	elif [ $((_by_daemon + _injected)) -gt "$BULK_DAEMON_MAX" ]; then
+		vmtest_fail bulk-to-kernel "the daemon read $((_by_daemon + _injected)) of 67108864 bytes itself (at most $BULK_DAEMON_MAX): $_line"
 	else
-		vmtest_pass bulk-to-kernel "64 MiB upload verified; the daemon carried $_by_daemon bytes of it, the kernel the rest$(grep -q 'the injector' "$E2E_DIR/daemon.log" && echo ' (injector used)')"
+		vmtest_pass bulk-to-kernel "64 MiB upload verified; the daemon read $((_by_daemon + _injected)) bytes of it ($_injected through its injector), the kernel carried the rest"
 	fi
 }
 

@@ -83,8 +83,10 @@ int flush_buf(struct redirect *r, int src)
 			continue;
 		}
 		dir->buf_off += n;
-		if (inject)
+		if (inject) {
+			dir->inject_bytes += n;
 			continue;
+		}
 		dir->user_bytes += n;
 		dir->user_packets++;
 	}

@@ -84,6 +84,7 @@ struct direction {
 	int inject_fd;		  /* X: the daemon writes here; -1: not injecting */
 	int inject_peer;	  /* Y: in the sockhash, linked to the target */
 	uint64_t inject_cookie;	  /* Y's */
+	uint64_t inject_bytes;	  /* written into it (the kernel counts them as its own) */
 	bool inject_error_logged; /* an injector that could not be opened was logged */
 	bool insert_error_logged; /* an insert that failed while injecting was logged */
 };

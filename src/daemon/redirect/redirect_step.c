@@ -146,10 +146,11 @@ static void log_closed(struct redirect *r)
 	redirect_get_info(r, &info, false);
 	redirect_log(r, LOG_DEBUG,
 		     "closed after %" PRIu64 " ms; bytes out %" PRIu64 " (%" PRIu64
-		     " by the daemon), in %" PRIu64 " (%" PRIu64 " by the daemon)",
+		     " by the daemon, %" PRIu64 " through its injector), in %" PRIu64 " (%" PRIu64
+		     " by the daemon)",
 		     info.age_usec / USEC_PER_MSEC, info.moved.bytes[VSOCKMAP_DIR_TO_TARGET],
-		     r->dir[CLIENT].user_bytes, info.moved.bytes[VSOCKMAP_DIR_TO_CLIENT],
-		     r->dir[TARGET].user_bytes);
+		     r->dir[CLIENT].user_bytes, r->dir[CLIENT].inject_bytes,
+		     info.moved.bytes[VSOCKMAP_DIR_TO_CLIENT], r->dir[TARGET].user_bytes);
 }
 
 void redirect_step(struct redirect *r)
