@@ -48,7 +48,7 @@ BENCH_DGRAM_SOURCE_ARGS=${BENCH_DGRAM_SOURCE_ARGS:-}
 # bench_vm_part DIR: the VM part's settings (a vsock sink on CID 1's port 5100, no proxyd),
 # scratch directory DIR and an empty results file; for the VM suites of the bench and trace.
 bench_vm_part() {
-	BENCH_PART=vm
+	BENCH_PART=${BENCH_PART_NAME:-vm}
 	BENCH_DIR=$1
 	BENCH_RESULTS=$BENCH_DIR/results
 	BENCH_CONSOLE=$VMTEST_CONSOLE

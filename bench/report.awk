@@ -107,6 +107,10 @@ BEGIN {
 {
 	parse($0)
 	metric = F["metric"]
+	if (metric == "machine" && F["part"] ~ /^vm/ && !(F["part"] in vm_kernel)) {
+		vm_kernel[F["part"]] = F["kernel"]
+		vm_parts[++nvm_parts] = F["part"]
+	}
 	if (F["scenario"] == "" || metric == "" || F["mode"] == "")
 		next
 	key = F["part"] SUBSEP F["scenario"]
@@ -294,6 +298,26 @@ END {
 		}
 		print ""
 	}
+	# The kernel path against the user relay, the comparison the kernel patches are for.
+	if (nvm_parts) {
+		printf "VM kernels:"
+		for (i = 1; i <= nvm_parts; i++)
+			printf " %s %s%s", vm_parts[i], vm_kernel[vm_parts[i]], i < nvm_parts ? ";" : "\n"
+	}
+	nrel = 0
+	for (o = 1; o <= norder["throughput"]; o++) {
+		key = order["throughput", o]
+		split(key, kp, SUBSEP)
+		kern = median_of(mbps, key SUBSEP "vsockmapd" SUBSEP "throughput")
+		rel = median_of(mbps, key SUBSEP "vsockmapd-relay" SUBSEP "throughput")
+		if (kern == "" || rel == "")
+			continue
+		if (!nrel++)
+			print "vsockmapd (kernel) against vsockmapd (user relay), ratio of medians:"
+		printf "  %-18s %.2f\n", label(kp[1], kp[2]), kern / rel
+	}
+	if (nrel)
+		print ""
 	if (plotdata != "")
 		write_plotdata()
 

@@ -10,6 +10,7 @@
 #	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (under 3 minutes)
 #	bench/run.sh --selftest    tiny sizes, a subset; checks the harness, not the numbers
 #	bench/run.sh --part host|vm   one part only (the tables still cover what ran)
+#	bench/run.sh --part "vm-stock vm-patched"   the kernels of make kernel-patched only
 #	bench/run.sh --report      redo the tables, JSON and PNG from the last raw results
 #
 # Performance is reported, never asserted: the exit status says whether every mode that
@@ -27,7 +28,7 @@ usage() {
 	exit 2
 }
 
-selftest=0 report_only=0 parts="host vm"
+selftest=0 report_only=0 parts=
 while (($#)); do
 	case $1 in
 	--selftest) selftest=1 ;;
@@ -44,6 +45,29 @@ while (($#)); do
 done
 QUICK=${QUICK:-0}
 [[ $QUICK == 1 ]] || QUICK=0
+
+# The kernels kernel/build.sh (make kernel-patched) built from one tree, as Debian ships it
+# and with kernel/patches: "KERNEL MODULES" of variant $1, or nothing.
+KERNEL_CACHE=${VSOCKMAP_KERNEL_CACHE:-/var/cache/vsockmap-kernel}
+built_kernel() {
+	local k m
+	k=$(compgen -G "$KERNEL_CACHE/out/$1/boot/vmlinuz-*" | head -n 1)
+	m=$(compgen -G "$KERNEL_CACHE/out/$1/lib/modules/*" | head -n 1)
+	[[ -n $k && -n $m ]] && echo "$k $m"
+}
+# By default the VM part boots the suites' kernel; where make kernel-patched has built both
+# variants, the same run also measures one stream on each (vm-stock, vm-patched).
+if [[ -z $parts ]]; then
+	parts="host vm"
+	if ((!selftest && !report_only)); then
+		if [[ -n $(built_kernel stock) && -n $(built_kernel patched) ]]; then
+			parts+=" vm-stock vm-patched"
+		else
+			printf 'bench: no kernels of make kernel-patched in %s: no stock-versus-patched rows\n' \
+				"$KERNEL_CACHE" >&2
+		fi
+	fi
+fi
 
 # The self-test keeps to its own files (and VM log), so that it can run beside a real bench
 # (make check next to make bench) without mixing their results or overwriting bench/results.*.
@@ -66,6 +90,8 @@ RAW=$BENCH_OUT/raw.jsonl
 MODES_HOST_UU="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
 MODES_HOST_UT="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
 MODES_VM="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd-relay"
+# On the kernels of make kernel-patched: one stream, the modes the issue's targets compare.
+MODES_VM_KERNELS="direct socat vsockmapd vsockmapd-permanent vsockmapd-relay"
 VM_SCENARIOS="uds-vsock uds-vsock-x8 dgram-vsock vsock-uds"
 CONN_CONCURRENCY=8
 if ((selftest)); then
@@ -177,37 +203,54 @@ host_part() {
 
 # ---- the VM part ----------------------------------------------------------------------------
 
+# vm_part [PART]: one boot. PART vm boots the suites' kernel and runs every VM scenario;
+# vm-stock and vm-patched boot the kernels of make kernel-patched and measure one stream.
 vm_part() {
-	local t0=$EPOCHREALTIME params=$BENCH_OUT/vm-params.sh rc
+	local part=${1:-vm} t0=$EPOCHREALTIME rc suite scenarios=$VM_SCENARIOS modes=$MODES_VM
+	local params=$BENCH_OUT/$part-params.sh kernel modules only=0 seconds
+	suite=$VM_SUITE_NAME
+	[[ $part == vm ]] || suite+=-${part#vm-}
+	if [[ $part != vm ]]; then
+		read -r kernel modules < <(built_kernel "${part#vm-}") || {
+			log "$part: no ${part#vm-} kernel in $KERNEL_CACHE (make kernel-patched)"
+			return 1
+		}
+		scenarios=uds-vsock modes=$MODES_VM_KERNELS only=1
+	fi
 	cat >"$params" <<EOF
+BENCH_PART_NAME=$part
+BENCH_THROUGHPUT_ONLY=$only
 BENCH_REPS=$REPS
 BENCH_CONN_REPS=$CONN_REPS
 BENCH_VM_BYTES=$VM_BYTES
 BENCH_VM_PAR_BYTES=$VM_PAR_BYTES
-BENCH_VM_SCENARIOS="$VM_SCENARIOS"
+BENCH_VM_SCENARIOS="$scenarios"
 BENCH_PP_COUNT=$VM_PP
 BENCH_PP_WARMUP=$VM_PP_WARMUP
 BENCH_CONNS=$VM_CONNS
 BENCH_CONN_CONCURRENCY=$CONN_CONCURRENCY
 BENCH_HOLD_COUNTS="$VM_HOLD"
-BENCH_MODES="$MODES_VM"
+BENCH_MODES="$modes"
 BENCH_SETTLE=${BENCH_SETTLE:-2}
 BENCH_TEARDOWN_MAX=${BENCH_TEARDOWN_MAX:-60}
 BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
 BENCH_DGRAM_SOURCE_ARGS=$([[ ${BENCH_DGRAM_CONNECT:-0} == 1 ]] && echo --connect)
 EOF
-	log "vm: one boot, scenarios $VM_SCENARIOS (timeout ${VM_TIMEOUT}s)"
+	log "$part: one boot${kernel:+ of $kernel}, scenarios $scenarios (timeout ${VM_TIMEOUT}s)"
 	# run.sh names the log and initramfs after the suite file.
-	cp tests/vm/suite-bench.sh "$BENCH_OUT/$VM_SUITE_NAME.sh"
-	tests/vm/run.sh "$BENCH_OUT/$VM_SUITE_NAME.sh" --timeout "$VM_TIMEOUT" \
+	cp tests/vm/suite-bench.sh "$BENCH_OUT/$suite.sh"
+	VSOCKMAP_VM_KERNEL=${kernel:-${VSOCKMAP_VM_KERNEL:-}} \
+		VSOCKMAP_VM_MODULES=${modules:-${VSOCKMAP_VM_MODULES:-}} \
+		tests/vm/run.sh "$BENCH_OUT/$suite.sh" --timeout "$VM_TIMEOUT" \
 		--file bench/lib.sh:/usr/lib/vmtest/bench-lib.sh \
-		--file "$params":/usr/lib/vmtest/bench-params.sh >"$BENCH_OUT/vm.txt" 2>&1
+		--file "$params":/usr/lib/vmtest/bench-params.sh >"$BENCH_OUT/$part.txt" 2>&1
 	rc=$?
-	sed 's/^/  /' "$BENCH_OUT/vm.txt" >&2
-	tr -d '\r' <"$OUT/vm/$VM_SUITE_NAME.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/vm.jsonl"
-	VM_SECONDS=$(elapsed_since "$t0")
-	echo "{\"part\":\"vm\",\"metric\":\"duration\",\"seconds\":$VM_SECONDS,\"vm_rc\":$rc}" >>"$BENCH_OUT/vm.jsonl"
-	log "vm part: $(fmt_duration "$VM_SECONDS") (tests/vm/run.sh exit $rc)"
+	sed 's/^/  /' "$BENCH_OUT/$part.txt" >&2
+	tr -d '\r' <"$OUT/vm/$suite.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/$part.jsonl"
+	seconds=$(elapsed_since "$t0")
+	VM_SECONDS=$((${VM_SECONDS:-0} + seconds))
+	echo "{\"part\":\"$part\",\"metric\":\"duration\",\"seconds\":$seconds,\"vm_rc\":$rc}" >>"$BENCH_OUT/$part.jsonl"
+	log "$part part: $(fmt_duration "$seconds") (tests/vm/run.sh exit $rc)"
 	return $rc
 }
 
@@ -223,7 +266,9 @@ machine_json() {
 	# shellcheck disable=SC1003 # a backslash, not an escaped quote
 	printf '"host_kernel":"%s","cpu_model":"%s","host_cpus":%d,' "$(uname -r)" \
 		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -d '"\\')" "$(nproc)"
-	printf '"vm_kernel":"%s",' "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)"
+	for f in vm vm-stock vm-patched; do
+		printf '"%s_kernel":"%s",' "${f//-/_}" "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$f.jsonl" 2>/dev/null | head -n 1)"
+	done
 	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
 		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
 	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
@@ -245,7 +290,8 @@ plot_subtitle() {
 # write_outputs: the tables (stdout), results.json, results.png.
 write_outputs() {
 	local summary=$BENCH_OUT/summary.jsonl
-	cat "$BENCH_OUT"/host.jsonl "$BENCH_OUT"/vm.jsonl 2>/dev/null | grep '^{' >"$RAW"
+	cat "$BENCH_OUT"/host.jsonl "$BENCH_OUT"/vm.jsonl "$BENCH_OUT"/vm-stock.jsonl \
+		"$BENCH_OUT"/vm-patched.jsonl 2>/dev/null | grep '^{' >"$RAW"
 	awk -f bench/report.awk -v summary="$summary" -v plotdata="$BENCH_OUT/plot" "$RAW" ||
 		OWN_FAILURES=1
 	{
@@ -361,10 +407,11 @@ fi
 log "profile $profile: $REPS rounds; host $((HOST_BYTES >> 20)) MiB per run, VM $((VM_BYTES >> 20)) MiB"
 T0=$EPOCHREALTIME
 rc=0
-: >"$BENCH_OUT/host.jsonl"
-: >"$BENCH_OUT/vm.jsonl"
+for f in host vm vm-stock vm-patched; do
+	: >"$BENCH_OUT/$f.jsonl"
+done
 for part in $parts; do
-	[[ $part == host || $part == vm ]] || {
+	[[ $part == host || $part == vm || $part == vm-stock || $part == vm-patched ]] || {
 		log "unknown part $part"
 		exit 2
 	}
@@ -380,6 +427,7 @@ else
 		case $part in
 		host) (host_part) || rc=1 ;;
 		vm) vm_part || rc=1 ;;
+		vm-*) vm_part "$part" || rc=1 ;;
 		esac
 	done
 fi

@@ -11,7 +11,8 @@
 #
 # PARAMS (written by bench/run.sh) sets BENCH_REPS, BENCH_CONN_REPS, BENCH_VM_BYTES, BENCH_VM_PAR_BYTES,
 # BENCH_VM_SCENARIOS, BENCH_PP_COUNT, BENCH_PP_WARMUP, BENCH_CONNS, BENCH_CONN_CONCURRENCY,
-# BENCH_HOLD_COUNTS and BENCH_MODES.
+# BENCH_HOLD_COUNTS and BENCH_MODES; BENCH_PART_NAME (default vm) names the part in every record,
+# and BENCH_THROUGHPUT_ONLY=1 leaves out latency, connection rate and memory.
 
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
@@ -25,7 +26,7 @@ bench_vm_part "$VMTEST_TMP/bench"
 # 10,000 idle redirects are 30,000 descriptors in the daemon's process alone.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 bench_log "vm: $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU, $(bench_meminfo MemTotal) kB, ulimit -n $(ulimit -n)"
-bench_emit "{\"part\":\"vm\",\"metric\":\"machine\",\"kernel\":\"$(uname -r)\",\"cpus\":$(grep -c ^processor /proc/cpuinfo),\"mem_kb\":$(bench_meminfo MemTotal),\"nofile\":\"$(ulimit -n)\",\"socat\":\"$(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/\1/p')\"}"
+bench_emit "{\"part\":\"$BENCH_PART\",\"metric\":\"machine\",\"kernel\":\"$(uname -r)\",\"cpus\":$(grep -c ^processor /proc/cpuinfo),\"mem_kb\":$(bench_meminfo MemTotal),\"nofile\":\"$(ulimit -n)\",\"socat\":\"$(socat -V 2>/dev/null | sed -n 's/^socat version \([^ ]*\).*/\1/p')\"}"
 
 # scenario_verdict SCENARIO METRIC: PASS when every mode that runs has a verified number.
 scenario_verdict() {
@@ -55,6 +56,11 @@ for _scen in $BENCH_VM_SCENARIOS; do
 	esac
 	scenario_verdict "$_scen" throughput
 done
+# The kernels of make kernel-patched (vm-stock, vm-patched): one stream's throughput only.
+if [ "${BENCH_THROUGHPUT_ONLY:-0}" = 1 ]; then
+	bench_part_stop
+	exit 0
+fi
 bench_pingpong_phase uds-vsock "$BENCH_REPS" "$BENCH_PP_COUNT" "$BENCH_PP_WARMUP" \
 	"$BENCH_CONNS" "$BENCH_CONN_CONCURRENCY" "${BENCH_CONN_REPS:-$BENCH_REPS}"
 scenario_verdict uds-vsock latency
