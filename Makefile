@@ -59,7 +59,8 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
 PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
 		   dataplane/dataplane_queues.o dataplane/dgram_plane.o \
 		   dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
-TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(OUTPUT)/tools/vsm-trace
+TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(OUTPUT)/tools/vsm-trace \
+		   $(OUTPUT)/tools/vsm-profile
 BPF_OBJ		:= $(OUTPUT)/vsockmap.bpf.o
 SKEL		:= $(OUTPUT)/vsockmap.skel.h
 
@@ -77,7 +78,7 @@ FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace kernel-patched
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace kernel-patched kernel-selftest
 
 all: toolcheck $(BINS) tools
 
@@ -162,6 +163,22 @@ $(OUTPUT)/tools/vsm-trace: $(OUTPUT)/bench/trace/vsm-trace.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+# bench/trace: the CPU-time sampler (bench/README.md), the same way.
+$(OUTPUT)/vsm-profile.bpf.o: bench/trace/vsm-profile.bpf.c bench/trace/vsm_profile.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/trace -c $< -o $@
+
+$(OUTPUT)/vsm-profile.skel.h: $(OUTPUT)/vsm-profile.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name vsm_profile_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/bench/trace/vsm-profile.o: $(OUTPUT)/vsm-profile.skel.h
+
+$(OUTPUT)/tools/vsm-profile: $(OUTPUT)/bench/trace/vsm-profile.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 $(OUTPUT)/tools/%: $(OUTPUT)/tests/tools/%.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
@@ -204,6 +221,10 @@ trace: deps all
 # the tree; never part of make check.
 kernel-patched:
 	$(Q)kernel/build.sh
+
+# The kernel's vsock test suite, with the series' test, on both kernels (kernel/README.md).
+kernel-selftest: all
+	$(Q)kernel/selftest.sh
 
 # Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.
 soak: deps all

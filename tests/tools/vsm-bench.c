@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1331,6 +1332,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	raise_nofile();
 	pattern_init();
+	/* "vsm-sink", "vsm-source": a profile (vsm-profile) tells the two ends apart by name. */
+	{
+		char name[16];
+
+		snprintf(name, sizeof(name), "vsm-%s", opt.command);
+		prctl(PR_SET_NAME, name);
+	}
 	if (!strcmp(opt.command, "sink"))
 		return xfer_main("sink", false, true);
 	if (!strcmp(opt.command, "fetch")) {
