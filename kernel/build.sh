@@ -119,8 +119,10 @@ make_config() {
 # set_patches WANT: the working tree carries exactly the patches listed in WANT (a file, one
 # path per line; empty for stock). What it carries is kept in applied/, to be taken off again.
 set_patches() {
-	local want=$1 p
-	if [[ -f $work/.vsockmap-applied ]] && cmp -s "$work/.vsockmap-applied" "$want"; then
+	local want=$1 p sums
+	# By content, not by name: a patch changed in place is applied again.
+	sums=$(while read -r p; do sha256sum <"$p"; done <"$want")
+	if [[ -f $work/.vsockmap-applied ]] && [[ $(cat "$work/.vsockmap-applied") == "$sums" ]]; then
 		return 0
 	fi
 	if [[ -d $CACHE/applied ]]; then
@@ -135,7 +137,7 @@ set_patches() {
 			die "$(basename "$p") does not apply to $src_pkg $debver"
 		cp "$p" "$CACHE/applied/"
 	done <"$want"
-	cp "$want" "$work/.vsockmap-applied"
+	printf '%s\n' "$sums" >"$work/.vsockmap-applied"
 }
 
 # build VARIANT: the working tree without (stock) or with (patched) the patches, into

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# selftest.sh - the kernel's own vsock test suite, with the test the series adds, on both
+# kernels of kernel/build.sh (make kernel-selftest): tools/testing/vsock/vsock_test built
+# from the same Debian source with the tools/ patches of kernel/patches, then run in the
+# test VM on the stock and on the patched kernel (kernel/suite-vsock-test.sh). Never part of
+# make check. Ends with "N passed, N failed".
+#
+#   kernel/selftest.sh [stock|patched]...    (default: both)
+
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$HERE")
+CACHE=${VSOCKMAP_KERNEL_CACHE:-/var/cache/vsockmap-kernel}
+cd "$ROOT"
+# shellcheck source=tests/lib/summary.sh
+. tests/lib/summary.sh
+
+die() { echo "kernel-selftest: $*" >&2; exit 1; }
+
+variants=("$@")
+((${#variants[@]})) || variants=(stock patched)
+tree=$(compgen -G "$CACHE/tree/linux-source-*" | sort -V | tail -n 1) ||
+	die "no kernel source in $CACHE: run make kernel-patched first"
+obj=$CACHE/obj/$(basename "$tree")
+[[ -d $obj ]] || die "no build of $(basename "$tree") in $CACHE: run make kernel-patched first"
+
+# The UAPI headers of that source (vsock_test uses newer ones than this machine's), made
+# in the build's object directory ($obj/usr/include).
+make -s -C "$CACHE/work/$(basename "$tree")" O="$obj" headers >/dev/null 2>&1 ||
+	die "make headers failed"
+hdrs=$obj/usr
+# vsock_test from the pristine source plus the patches that touch tools/ only.
+src=$CACHE/selftest/vsock
+rm -rf "$src"
+mkdir -p "$src"
+cp -a "$tree/tools/testing/vsock/." "$src/"
+for p in "$HERE"/patches/0*.patch; do
+	[[ $p == */0000-* ]] && continue
+	grep '^diff --git' "$p" | grep -qv ' a/tools/' && continue
+	(cd "$src" && patch -p4 -s -i "$p") || die "$(basename "$p") does not apply to tools/testing/vsock"
+	echo "kernel-selftest: with $(basename "$p")" >&2
+done
+make -s -C "$src" vsock_test LDLIBS=-lpthread \
+	CFLAGS="-g -O2 -Wall -I. -I$tree/tools/include -I$hdrs/include -Wno-pointer-sign -fno-strict-overflow -fno-strict-aliasing -fno-common -D_GNU_SOURCE" ||
+	die "building vsock_test failed"
+
+# pthread_cancel() loads libgcc_s at run time: ldd does not name it.
+libgcc=$(gcc -print-file-name=libgcc_s.so.1)
+[[ -f $libgcc ]] || die "libgcc_s.so.1 not found (vsock_test's pthread_cancel() needs it)"
+for v in "${variants[@]}"; do
+	kernel=$(compgen -G "$CACHE/out/$v/boot/vmlinuz-*" | head -n 1) || die "no $v kernel: make kernel-patched"
+	modules=$(compgen -G "$CACHE/out/$v/lib/modules/*" | head -n 1)
+	echo "== $v: $(basename "$kernel")"
+	VSOCKMAP_VM_KERNEL=$kernel VSOCKMAP_VM_MODULES=$modules \
+		tests/vm/run.sh kernel/suite-vsock-test.sh --timeout 1200 --name "vsock-test-$v" \
+		--file "$src/vsock_test:/usr/bin/vsock_test" \
+		--file "$libgcc:/lib/x86_64-linux-gnu/libgcc_s.so.1" >"$CACHE/selftest/$v.out" 2>&1 || true
+	grep -Ev '^[0-9]+ passed' "$CACHE/selftest/$v.out" | sed "s/^  \(PASS\|FAIL\|SKIP\) /  \1 $v: /"
+	summary_add "$CACHE/selftest/$v.out" "$v"
+done
+summary_print
