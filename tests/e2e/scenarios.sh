@@ -413,7 +413,7 @@ scenario_bulk_to_kernel() {
 	elif [ "$(grep -c ^processor /proc/cpuinfo)" -lt 2 ]; then
 		# One CPU: the client refills its socket before every next read of the daemon's, and
 		# the injector carries the upload (docs/performance.md, "Who carries a bulk upload").
-		vmtest_pass bulk-to-kernel "64 MiB upload verified and counted; one CPU: the daemon read $((_by_daemon + _injected)) bytes of it ($_injected through its injector), the kernel carried the rest"
+		vmtest_pass bulk-to-kernel "64 MiB upload verified and counted; one CPU: the daemon read $((_by_daemon + _injected)) bytes of it, $_injected of them through its injector (what it did not read, the kernel carried)"
 	elif [ $((_by_daemon + _injected)) -gt "$BULK_DAEMON_MAX" ]; then
 		vmtest_fail bulk-to-kernel "the daemon read $((_by_daemon + _injected)) of 67108864 bytes itself (at most $BULK_DAEMON_MAX): $_line"
 	else
