@@ -59,8 +59,9 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
 PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
 		   dataplane/dataplane_queues.o dataplane/dgram_plane.o \
 		   dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
-TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(OUTPUT)/tools/vsm-trace \
-		   $(OUTPUT)/tools/vsm-profile
+# bench/trace's two tools (their rules are below).
+TRACE_TOOLS	:= vsm-trace vsm-profile
+TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(TRACE_TOOLS:%=$(OUTPUT)/tools/%)
 BPF_OBJ		:= $(OUTPUT)/vsockmap.bpf.o
 SKEL		:= $(OUTPUT)/vsockmap.skel.h
 
@@ -147,34 +148,23 @@ $(OUTPUT)/tests/test_prog_%: $(OUTPUT)/tests/prog/test_prog_%.o $(PROG_DEPS) $(C
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
-# bench/trace: the kernel-cost tracer (bench/README.md), a BPF object of its own.
-$(OUTPUT)/vsm-trace.bpf.o: bench/trace/vsm-trace.bpf.c bench/trace/vsm_trace.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
+# bench/trace: the kernel-cost tracer and the CPU-time sampler (bench/README.md), each a BPF
+# object and skeleton of its own, linked with what they share (run_command.c).
+$(OUTPUT)/vsm-trace.bpf.o: bench/trace/vsm_trace.h
+$(OUTPUT)/vsm-profile.bpf.o: bench/trace/vsm_profile.h
+
+$(TRACE_TOOLS:%=$(OUTPUT)/%.bpf.o): $(OUTPUT)/%.bpf.o: bench/trace/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/trace -c $< -o $@
 
-$(OUTPUT)/vsm-trace.skel.h: $(OUTPUT)/vsm-trace.bpf.o
+$(TRACE_TOOLS:%=$(OUTPUT)/%.skel.h): $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name vsm_trace_bpf > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/bench/trace/vsm-trace.o: $(OUTPUT)/vsm-trace.skel.h
+$(TRACE_TOOLS:%=$(OUTPUT)/bench/trace/%.o): $(OUTPUT)/bench/trace/%.o: $(OUTPUT)/%.skel.h
 
-$(OUTPUT)/tools/vsm-trace: $(OUTPUT)/bench/trace/vsm-trace.o
-	$(call msg,LINK,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-
-# bench/trace: the CPU-time sampler (bench/README.md), the same way.
-$(OUTPUT)/vsm-profile.bpf.o: bench/trace/vsm-profile.bpf.c bench/trace/vsm_profile.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
-	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibench/trace -c $< -o $@
-
-$(OUTPUT)/vsm-profile.skel.h: $(OUTPUT)/vsm-profile.bpf.o
-	$(call msg,SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name vsm_profile_bpf > $@.tmp && mv $@.tmp $@
-
-$(OUTPUT)/bench/trace/vsm-profile.o: $(OUTPUT)/vsm-profile.skel.h
-
-$(OUTPUT)/tools/vsm-profile: $(OUTPUT)/bench/trace/vsm-profile.o
+$(TRACE_TOOLS:%=$(OUTPUT)/tools/%): $(OUTPUT)/tools/%: $(OUTPUT)/bench/trace/%.o \
+		$(OUTPUT)/bench/trace/run_command.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -60,24 +60,25 @@ function cell(v)
 	return v == "" ? "–" : sprintf("%.2f", v)
 }
 
+# row(KEY, MS): one table row, MS[KEY, mode] for each mode.
+function row(key, ms, i)
+{
+	printf "| %s |", key
+	for (i = 1; i <= nmodes; i++)
+		printf " %s |", cell(ms[key, modes[i]])
+	printf "\n"
+}
+
 END {
 	printf "CPU time per MiB moved, milliseconds (vsm-profile, 999 Hz on every CPU), %s, %s per run\n\n", kernel, bytes
 	header("task")
-	for (t = 1; t <= ntasks; t++) {
-		printf "| %s |", tasks[t]
-		for (i = 1; i <= nmodes; i++)
-			printf " %s |", cell(task_ms[tasks[t], modes[i]])
-		printf "\n"
-	}
+	for (t = 1; t <= ntasks; t++)
+		row(tasks[t], task_ms)
 	printf "| MB/s under the profiler |"
 	for (i = 1; i <= nmodes; i++)
 		printf " %s |", mbps[modes[i]] == "" ? "–" : mbps[modes[i]]
 	printf "\n\nThe heaviest functions (each mode's %d first), milliseconds per MiB\n\n", TOP
 	header("task: function")
-	for (f = 1; f <= nfuncs; f++) {
-		printf "| %s |", funcs[f]
-		for (i = 1; i <= nmodes; i++)
-			printf " %s |", cell(func_ms[funcs[f], modes[i]])
-		printf "\n"
-	}
+	for (f = 1; f <= nfuncs; f++)
+		row(funcs[f], func_ms)
 }

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "run_command.h"
 #include "vsm_profile.h"
 #include "vsm-profile.skel.h"
 
@@ -222,36 +222,6 @@ static int attach_cpus(struct vsm_profile_bpf *skel, unsigned int freq, struct b
 	return n;
 }
 
-static int run(char **argv)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "vsm-profile: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static int parse_number(const char *opt, const char *arg, unsigned long long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoull(arg, &end, 0);
-	if (errno || *end || !*v) {
-		fprintf(stderr, "vsm-profile: --%s %s: not a positive number\n", opt, arg);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {{"bytes", required_argument, NULL, 'b'},
@@ -265,8 +235,8 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		if (opt == 'b' || opt == 'f') {
-			if (parse_number(opt == 'b' ? "bytes" : "freq", optarg,
-					 opt == 'b' ? &bytes : &freq))
+			if (parse_positive("vsm-profile", opt == 'b' ? "bytes" : "freq", optarg,
+					   opt == 'b' ? &bytes : &freq))
 				return 2;
 		} else {
 			fprintf(opt == 'h' ? stdout : stderr,
@@ -294,7 +264,7 @@ int main(int argc, char **argv)
 		vsm_profile_bpf__destroy(skel);
 		return 2;
 	}
-	rc = run(argv + optind);
+	rc = run_command("vsm-profile", argv + optind);
 	for (i = 0; i < n; i++)
 		bpf_link__destroy(links[i]);
 	err = rc < 0 ? rc : report(skel, (unsigned int)freq, bytes);

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "run_command.h"
 #include "vsm_trace.h"
 #include "vsm-trace.skel.h"
 
@@ -226,23 +226,6 @@ static void report(const struct vsm_trace_counters *c, const struct cpu_times *c
 	print("cpu_idle_ticks", (double)cpu->idle, bytes);
 }
 
-static int run(char **argv)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "vsm-trace: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -257,15 +240,8 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
 		if (opt == 'b') {
-			char *end;
-
-			errno = 0;
-			bytes = strtoull(optarg, &end, 0);
-			if (errno || *end || !bytes) {
-				fprintf(stderr, "vsm-trace: --bytes %s: not a positive number\n",
-					optarg);
+			if (parse_positive("vsm-trace", "bytes", optarg, &bytes))
 				return 2;
-			}
 		} else {
 			fprintf(opt == 'h' ? stdout : stderr,
 				"Usage: vsm-trace [--bytes N] -- COMMAND [ARG...]\n");
@@ -300,7 +276,7 @@ int main(int argc, char **argv)
 	}
 	if (read_cpu_times(&before))
 		memset(&before, 0, sizeof(before));
-	rc = run(argv + optind);
+	rc = run_command("vsm-trace", argv + optind);
 	if (read_cpu_times(&after))
 		after = before;
 	err = rc < 0 ? rc : read_counters(skel, &sum);
