@@ -59,9 +59,8 @@ int flush_buf(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
-	ssize_t n;
-
 	bool inject = dir_injecting(dir);
+	ssize_t n;
 
 	while (dir->buf_off < dir->buf_len) {
 		if (dst->hup) {
