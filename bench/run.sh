@@ -49,6 +49,8 @@ QUICK=${QUICK:-0}
 # The kernels kernel/build.sh (make kernel-patched) built from one tree, as Debian ships it
 # and with kernel/patches: "KERNEL MODULES" of variant $1, or nothing.
 KERNEL_CACHE=${VSOCKMAP_KERNEL_CACHE:-/var/cache/vsockmap-kernel}
+# Every part there is, each with its raw results in $BENCH_OUT/PART.jsonl.
+ALL_PARTS="host vm vm-stock vm-patched"
 built_kernel() {
 	local k m
 	k=$(compgen -G "$KERNEL_CACHE/out/$1/boot/vmlinuz-*" | head -n 1)
@@ -266,7 +268,7 @@ machine_json() {
 	# shellcheck disable=SC1003 # a backslash, not an escaped quote
 	printf '"host_kernel":"%s","cpu_model":"%s","host_cpus":%d,' "$(uname -r)" \
 		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -d '"\\')" "$(nproc)"
-	for f in vm vm-stock vm-patched; do
+	for f in ${ALL_PARTS#host }; do
 		printf '"%s_kernel":"%s",' "${f//-/_}" "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$f.jsonl" 2>/dev/null | head -n 1)"
 	done
 	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
@@ -290,8 +292,10 @@ plot_subtitle() {
 # write_outputs: the tables (stdout), results.json, results.png.
 write_outputs() {
 	local summary=$BENCH_OUT/summary.jsonl
-	cat "$BENCH_OUT"/host.jsonl "$BENCH_OUT"/vm.jsonl "$BENCH_OUT"/vm-stock.jsonl \
-		"$BENCH_OUT"/vm-patched.jsonl 2>/dev/null | grep '^{' >"$RAW"
+	local f
+	for f in $ALL_PARTS; do
+		cat "$BENCH_OUT/$f.jsonl" 2>/dev/null
+	done | grep '^{' >"$RAW"
 	awk -f bench/report.awk -v summary="$summary" -v plotdata="$BENCH_OUT/plot" "$RAW" ||
 		OWN_FAILURES=1
 	{
@@ -407,11 +411,11 @@ fi
 log "profile $profile: $REPS rounds; host $((HOST_BYTES >> 20)) MiB per run, VM $((VM_BYTES >> 20)) MiB"
 T0=$EPOCHREALTIME
 rc=0
-for f in host vm vm-stock vm-patched; do
+for f in $ALL_PARTS; do
 	: >"$BENCH_OUT/$f.jsonl"
 done
 for part in $parts; do
-	[[ $part == host || $part == vm || $part == vm-stock || $part == vm-patched ]] || {
+	[[ " $ALL_PARTS " == *" $part "* ]] || {
 		log "unknown part $part"
 		exit 2
 	}
