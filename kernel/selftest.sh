@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# selftest.sh - the kernel's own vsock test suite, with the test the series adds, on both
-# kernels of kernel/build.sh (make kernel-selftest): tools/testing/vsock/vsock_test built
-# from the same Debian source with the tools/ patches of kernel/patches, then run in the
-# test VM on the stock and on the patched kernel (kernel/suite-vsock-test.sh). Never part of
-# make check. Ends with "N passed, N failed".
+# selftest.sh - the kernel's own vsock test suite, with the test the series adds, and the
+# series' af_unix selftest, on both kernels of kernel/build.sh (make kernel-selftest):
+# tools/testing/vsock/vsock_test and tools/testing/selftests/net/af_unix/sockmap_queued
+# built from the same Debian source with the tools/ patches of kernel/patches, then run in
+# the test VM on the stock and on the patched kernel (kernel/suite-vsock-test.sh). Never
+# part of make check. Ends with "N passed, N failed".
 #
 #   kernel/selftest.sh [stock|patched]...    (default: both)
 
@@ -31,20 +32,25 @@ obj=$CACHE/obj/$(basename "$tree")
 make -s -C "$CACHE/work/$(basename "$tree")" O="$obj" headers >/dev/null 2>&1 ||
 	die "make headers failed"
 hdrs=$obj/usr
-# vsock_test from the pristine source plus the patches that touch tools/ only.
-src=$CACHE/selftest/vsock
+# The pristine tools/ plus the patches that touch tools/ only.
+src=$CACHE/selftest/src
 rm -rf "$src"
 mkdir -p "$src"
-cp -a "$tree/tools/testing/vsock/." "$src/"
+cp -a "$tree/tools" "$src/"
 for p in "$HERE"/patches/0*.patch; do
 	[[ $p == */0000-* ]] && continue
 	grep '^diff --git' "$p" | grep -qv ' a/tools/' && continue
-	(cd "$src" && patch -p4 -s -i "$p") || die "$(basename "$p") does not apply to tools/testing/vsock"
+	(cd "$src" && patch -p1 -s -i "$p") || die "$(basename "$p") does not apply to tools/"
 	echo "kernel-selftest: with $(basename "$p")" >&2
 done
-make -s -C "$src" vsock_test LDLIBS=-lpthread \
+vsock=$src/tools/testing/vsock
+make -s -C "$vsock" vsock_test LDLIBS=-lpthread \
 	CFLAGS="-g -O2 -Wall -I. -I$tree/tools/include -I$hdrs/include -Wno-pointer-sign -fno-strict-overflow -fno-strict-aliasing -fno-common -D_GNU_SOURCE" ||
 	die "building vsock_test failed"
+# The af_unix selftest, with the harness of the same tree.
+unix_test=$src/tools/testing/selftests/net/af_unix/sockmap_queued
+gcc -g -O2 -Wall -D_GNU_SOURCE -I"$src/tools/testing/selftests" -I"$hdrs/include" \
+	"$unix_test.c" -o "$unix_test" -lpthread || die "building sockmap_queued failed"
 
 # pthread_cancel() loads libgcc_s at run time: ldd does not name it.
 libgcc=$(gcc -print-file-name=libgcc_s.so.1)
@@ -55,7 +61,8 @@ for v in "${variants[@]}"; do
 	echo "== $v: $(basename "$kernel")"
 	VSOCKMAP_VM_KERNEL=$kernel VSOCKMAP_VM_MODULES=$modules \
 		tests/vm/run.sh kernel/suite-vsock-test.sh --timeout 1200 --name "vsock-test-$v" \
-		--file "$src/vsock_test:/usr/bin/vsock_test" \
+		--file "$vsock/vsock_test:/usr/bin/vsock_test" \
+		--file "$unix_test:/usr/bin/sockmap_queued" \
 		--file "$libgcc:/lib/x86_64-linux-gnu/libgcc_s.so.1" >"$CACHE/selftest/$v.out" 2>&1 || true
 	grep -Ev '^[0-9]+ passed' "$CACHE/selftest/$v.out" | sed "s/^  \(PASS\|FAIL\|SKIP\) /  \1 $v: /"
 	summary_add "$CACHE/selftest/$v.out" "$v"

@@ -25,3 +25,25 @@ done
 if [ $rc -ne 0 ] || [ $src -ne 0 ]; then
 	vmtest_fail vsock_test "client rc=$rc server rc=$src: $(tail -n 3 "$log.client" | tr '\n' ' ') | $(tail -n 3 "$log.server" | tr '\n' ' ')"
 fi
+
+# The af_unix selftest of the series (TAP: "ok N NAME", "not ok N NAME"). Without the series
+# its taken_at_insert cases must fail: that shows they can.
+log=$VMTEST_TMP/sockmap_queued
+sockmap_queued >"$log" 2>&1
+case $(uname -r) in
+*-stock) stock=1 ;;
+*) stock=0 ;;
+esac
+sed -n 's/^\(not ok\|ok\) [0-9]* \([^ ]*\)\(.*\)$/\1|\2|\3/p' "$log" | while IFS='|' read -r res name rest; do
+	case $rest in *"# SKIP"*)
+		vmtest_skip "$name" "${rest#*# SKIP }"
+		continue ;;
+	esac
+	case $res:$stock:$name in
+	ok:1:*.taken_at_insert) vmtest_fail "$name" "passes without the series: it cannot fail" ;;
+	"not ok":1:*.taken_at_insert) vmtest_pass "$name" "fails without the series, as it must" ;;
+	ok:*) vmtest_pass "$name" ok ;;
+	*) vmtest_fail "$name" "$(grep -F ":${name##*.}:" "$log" | head -n 2 | tr '\n' ' ')" ;;
+	esac
+done
+grep -q '^# Totals' "$log" || vmtest_fail sockmap_queued "did not finish: $(tail -n 3 "$log" | tr '\n' ' ')"
