@@ -118,6 +118,14 @@ static char *cell_fastpath(struct json_object *kernel)
 			   runs);
 }
 
+/* When a unix client is handed to the kernel (kernel.insert_takes_queued, a bool). */
+static char *cell_insert(bool v)
+{
+	if (v)
+		return strdup("at once (the kernel passes what a client queued to the verdict)");
+	return strdup("once the daemon has read the client empty");
+}
+
 static void status_listener_row(char **row, struct json_object *o)
 {
 	row[ST_NAME] = cell_string(o, "name");
@@ -132,6 +140,7 @@ int print_status(struct json_object *status, FILE *out)
 	struct table t = {.cols = status_columns, .n_cols = ST_N_COLS, .legend = arg_legend};
 	struct json_object *kernel = NULL, *control = NULL, *listeners = NULL;
 	uint64_t pid = 0, redirects, late;
+	bool takes_queued;
 	int r;
 
 	json_object_object_get_ex(status, "kernel", &kernel);
@@ -150,6 +159,8 @@ int print_status(struct json_object *status, FILE *out)
 	table_add_pair(&pairs, "drain", cell_string(status, "drain"));
 	if (get_string(kernel, "fastpath"))
 		table_add_pair(&pairs, "fastpath", cell_fastpath(kernel));
+	if (get_bool(kernel, "insert_takes_queued", &takes_queued))
+		table_add_pair(&pairs, "insert", cell_insert(takes_queued));
 	table_add_pair(&pairs, "btf",
 		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
 	if (get_string(kernel, "bpf_object_sha256"))

@@ -102,6 +102,12 @@ static void log_datapath(struct daemon *d)
 		log_notice("drain signal: timed, not exact; the queue probe was not loaded (%s), "
 			   "nor the queue iterator (%s)",
 			   dataplane_signal_why(f->probe_error), dataplane_signal_why(f->iterator_error));
+	if (f->insert_takes_queued)
+		log_info("insert: at once; the kernel passes what a client queued before its "
+			 "insert to the verdict");
+	else
+		log_info("insert: once the daemon has read a client empty; this kernel leaves what "
+			 "was queued before the insert to later sends");
 	if (f->permanent)
 		log_info("fastpath: permanent; the stream verdict counts nothing, and a TCP "
 			 "socket's sk_msg verdict runs once per 4 GiB");

@@ -278,6 +278,12 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 	err = attach_verdicts(dp);
 	if (err)
 		goto out_free;
+	err = insert_probe_run(bpf_map__fd(dp->skel->maps.sockets));
+	if (err < 0)
+		log_errno(LOG_WARNING, err,
+			  "asking whether the kernel passes what a socket queued before its insert "
+			  "to the verdict; assuming it does not");
+	dp->features.insert_takes_queued = err > 0;
 	*out = dp;
 	return 0;
 

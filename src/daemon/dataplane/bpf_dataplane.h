@@ -31,6 +31,8 @@ struct dataplane_features {
 	int probe_error;       /* -errno: why the probe is not in use (-ECANCELED: not asked for) */
 	int iterator_error;    /* -errno: why the iterator is not in use */
 	bool permanent;	       /* fastpath=permanent: uncounted sk_skb verdict, sk_msg per 4 GiB */
+	/* The kernel passes what a unix socket queued before its insert to the verdict. */
+	bool insert_takes_queued;
 };
 
 /* An exact drain signal is in use (the probe or the iterator). */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The data plane's insides, shared by its files and nothing else (all three are the
+ * The data plane's insides, shared by its files and nothing else (all four are the
  * daemon's only users of libbpf): bpf_dataplane.c (load, attach, slots, the maps, counters),
- * dataplane_queues.c (queue lengths: the probe and the iterator) and dgram_plane.c (a
- * UNIX-RECV listener's own verdict).
+ * dataplane_queues.c (queue lengths: the probe and the iterator), dgram_plane.c (a
+ * UNIX-RECV listener's own verdict) and insert_probe.c (what an insert does with queued
+ * bytes).
  */
 #ifndef VSOCKMAP_DATAPLANE_INTERNAL_H
 #define VSOCKMAP_DATAPLANE_INTERNAL_H
@@ -45,5 +46,11 @@ struct dataplane {
 struct dgram_plane {
 	struct vsockmap_bpf *skel;
 };
+
+/*
+ * 1 if the kernel passes a unix socket's queued skbs to the verdict when it is added to the
+ * sockhash sources_fd (its stream verdict attached), 0 if not (kernel/ patch 7), or -errno.
+ */
+int insert_probe_run(int sources_fd);
 
 #endif

@@ -22,6 +22,14 @@
 /* Bytes left behind at the insert that have not moved for this long: take them (dir_sweep()). */
 #define STALL_USEC (20 * USEC_PER_MSEC)
 
+/* The kernel takes what the client has queued, and the daemon holds none of it. */
+static bool insert_takes_queued(const struct redirect *r, const struct direction *dir)
+{
+	return dataplane_features(r->d->dp)->insert_takes_queued &&
+	       r->l->conf.listen.kind == ADDRESS_UNIX_LISTEN && dir->buf_off == dir->buf_len &&
+	       !dir_injecting(dir);
+}
+
 /*
  * Forward what the client sent before the kernel takes over, then put the client socket in
  * the sockhash. The daemon never reads a source while it is mapped: the verdict dequeues one
@@ -36,7 +44,9 @@
  *
  * The insert waits for a read that finds the client's socket empty. While the target is
  * full, the daemon writes into the injector instead (redirect_inject.c): a client that keeps
- * its socket full would otherwise be carried by the daemon to its last byte.
+ * its socket full would otherwise be carried by the daemon to its last byte. A kernel that
+ * passes what a unix socket queued to the verdict at its insert (insert_probe.c) needs none
+ * of that: with nothing of the client's in hand, the daemon inserts it at once.
  */
 void dir_sync(struct redirect *r, int src)
 {
@@ -53,6 +63,8 @@ void dir_sync(struct redirect *r, int src)
 			return; /* the timer looks again */
 		goto insert;
 	}
+	if (insert_takes_queued(r, dir))
+		goto insert;
 again:
 	do
 		n = forward_some(r, src);
