@@ -43,10 +43,12 @@ sed -n 's/^\(not ok\|ok\) [0-9]* \([^ ]*\)\(.*\)$/\1|\2|\3/p' "$log" | while IFS
 	ok:1:*.taken_at_insert) vmtest_fail "$name" "passes without the series: it cannot fail" ;;
 	"not ok":1:*.taken_at_insert)
 		# For the reason the series removes, not a failed set-up: SIOCINQ not 0 after the insert.
-		if grep -q 'taken_at_insert:Expected 0 (0) == inq' "$log"; then
-			vmtest_pass "$name" "fails without the series, as it must: $(grep -m1 'taken_at_insert:Expected 0 (0) == inq' "$log" | sed 's/^# //')"
+		# This case's own lines: from its RUN line to its result.
+		_case=$(awk -v n="$name" 'index($0, "RUN") && index($0, n " ") { on = 1 } on { print } on && /^(not )?ok / { exit }' "$log")
+		if printf '%s\n' "$_case" | grep -q 'taken_at_insert:Expected 0 (0) == inq'; then
+			vmtest_pass "$name" "fails without the series, as it must: $(printf '%s\n' "$_case" | grep -m1 -o 'Expected 0 (0) == inq ([0-9]*)')"
 		else
-			vmtest_fail "$name" "failed on stock, but not at the SIOCINQ check: $(grep -F ':taken_at_insert:' "$log" | head -n 2 | tr '\n' ' ')"
+			vmtest_fail "$name" "failed on stock, but not at the SIOCINQ check: $(printf '%s\n' "$_case" | grep '^# ' | head -n 3 | tr '\n' ' ')"
 		fi ;;
 	ok:*) vmtest_pass "$name" ok ;;
 	*) vmtest_fail "$name" "$(grep -F ":${name##*.}:" "$log" | head -n 2 | tr '\n' ' ')" ;;
