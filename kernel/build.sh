@@ -5,10 +5,11 @@
 # ("stock") and with kernel/patches/*.patch applied ("patched"), from the same tree and the
 # same configuration, so that the two differ only by the patches (make kernel-patched).
 #
-#   kernel/build.sh [--jobs N] [--only stock|patched] [--first N]
+#   kernel/build.sh [--jobs N] [--only stock|patched] [--first N | --without N]
 #
 # --first N builds the patched variant with the first N patches only, as "patched-N": how
-# each patch's own before and after is measured.
+# each patch's own before and after is measured. --without N builds it with every patch but
+# the Nth, as "patched-without-N": how a selftest is shown to catch what patch N fixes.
 #
 # Source: linux-source-VERSION and Debian's cloud configuration (from
 # linux-headers-VERSION-cloud-amd64), fetched like the VM kernels (scripts/fetch-vm-kernel.sh):
@@ -29,14 +30,19 @@ SUITE=trixie-backports
 jobs=$(nproc)
 only=
 first=
+without=
 while (($#)); do
 	case $1 in
 	--jobs) jobs=${2:?--jobs wants a number}; shift 2 ;;
 	--only) only=${2:?--only wants stock or patched}; shift 2 ;;
 	--first) first=${2:?--first wants a number}; shift 2 ;;
-	*) echo "usage: $0 [--jobs N] [--only stock|patched] [--first N]" >&2; exit 2 ;;
+	--without) without=${2:?--without wants a patch number}; shift 2 ;;
+	*) echo "usage: $0 [--jobs N] [--only stock|patched] [--first N | --without N]" >&2; exit 2 ;;
 	esac
 done
+[[ -z $first || -z $without ]] || { echo "$0: --first and --without do not go together" >&2; exit 2; }
+[[ -z $first || $first =~ ^[1-9][0-9]*$ ]] || { echo "$0: --first wants a number, not '$first'" >&2; exit 2; }
+[[ -z $without || $without =~ ^[1-9][0-9]*$ ]] || { echo "$0: --without wants a patch number, not '$without'" >&2; exit 2; }
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { echo "$PROG: $*" >&2; }
@@ -145,11 +151,16 @@ set_patches() {
 build() {
 	local variant=$1 ver dest want
 	[[ $variant != patched || -z $first ]] || variant=patched-$first
+	[[ $variant != patched || -z $without ]] || variant=patched-without-$without
 	dest=$CACHE/out/$variant
 	want=$CACHE/want-$variant
 	if [[ $variant == patched* ]]; then
 		find "$HERE/patches" -name '*.patch' ! -name '0000-*' | sort | head -n "${first:-1000}" >"$want"
 		[[ -s $want ]] || die "no kernel/patches/*.patch"
+		if [[ -n $without ]]; then
+			grep -q "/$(printf '%04d' "$without")-" "$want" || die "there is no patch $without"
+			grep -v "/$(printf '%04d' "$without")-" "$want" >"$want.tmp" && mv "$want.tmp" "$want"
+		fi
 	else
 		: >"$want"
 	fi

@@ -18,7 +18,8 @@
 # Environment: VSOCKMAP_VM_CACHE, VSOCKMAP_VM_KERNEL, VSOCKMAP_VM_MODULES,
 # VSOCKMAP_VM_SERIES (see scripts/fetch-vm-kernel.sh), VSOCKMAP_VM_APPEND (more kernel
 # arguments, e.g. lockdown=confidentiality), VSOCKMAP_VM_TIMEOUT, VSOCKMAP_VM_VERBOSE=1
-# (echo the raw console while it runs), QEMU (default qemu-system-x86_64).
+# (echo the raw console while it runs), VSOCKMAP_VM_SMP (vCPUs, default 1: every suite and
+# bench figure is for one), QEMU (default qemu-system-x86_64).
 #
 # Output: one "  PASS|FAIL|SKIP name detail" line per test, then
 # "N passed, N failed[, N skipped]". Exit status 0 only if nothing failed, the
@@ -50,6 +51,8 @@ usage() {
 suite=
 run_name=
 timeout_s=${VSOCKMAP_VM_TIMEOUT:-600}
+smp=${VSOCKMAP_VM_SMP:-1}
+[[ $smp =~ ^[1-8]$ ]] || { echo "vm: VSOCKMAP_VM_SMP wants 1 to 8 vCPUs, not '$smp'" >&2; exit 2; }
 shell=0
 mkargs=()
 while (($#)); do
@@ -116,7 +119,7 @@ suite_timeout=$((timeout_s - 30))
 
 append="console=ttyS0 quiet panic=-1 vmtest.timeout=$suite_timeout${VSOCKMAP_VM_APPEND:+ $VSOCKMAP_VM_APPEND}"
 # shellcheck disable=SC2054 # commas belong to -cpu
-qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp 1 -m 1024 -nographic -no-reboot -nic none
+qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp "$smp" -m 1024 -nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$initrd")
 
 if ((shell)); then
@@ -142,6 +145,8 @@ runner_verdict "$rel_log" "$qemu_rc" "$timeout_s"
 
 timing="total $(runner_elapsed "$t0" "$t1")s"
 [[ -z $runner_t_kernel ]] || timing="boot $(runner_elapsed "$t_boot0" "$runner_t_kernel")s, $timing"
-echo "vm: ${runner_kernel:-kernel ?}${VSOCKMAP_VM_APPEND:+ ($VSOCKMAP_VM_APPEND)} ($timing); log $rel_log"
+vcpus=
+((smp == 1)) || vcpus=", $smp vCPUs"
+echo "vm: ${runner_kernel:-kernel ?}${VSOCKMAP_VM_APPEND:+ ($VSOCKMAP_VM_APPEND)} ($timing$vcpus); log $rel_log"
 [[ -z $runner_problem ]] || echo "vm: $runner_problem"
 runner_summary
