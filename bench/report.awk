@@ -109,6 +109,8 @@ BEGIN {
 	metric = F["metric"]
 	if (metric == "machine" && F["part"] ~ /^vm/ && !(F["part"] in vm_kernel)) {
 		vm_kernel[F["part"]] = F["kernel"]
+		if (F["cpus"] != "" && F["cpus"] != 1)
+			vm_kernel[F["part"]] = vm_kernel[F["part"]] " (" F["cpus"] " vCPUs)"
 		vm_parts[++nvm_parts] = F["part"]
 	}
 	if (F["scenario"] == "" || metric == "" || F["mode"] == "")

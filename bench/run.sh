@@ -282,11 +282,13 @@ machine_json() {
 }
 
 plot_subtitle() {
-	local vmk
+	local vmk vcpus
 	vmk=$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)
+	vcpus=$(sed -n 's/.*"metric":"machine",.*"cpus":\([0-9]*\).*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)
+	[[ ${vcpus:-1} == 1 ]] && vcpus="1 vCPU" || vcpus="$vcpus vCPUs"
 	printf '%s, %s profile, %s rounds, commit %s; host %s, %d CPUs%s' "$(date +%F)" "$profile" \
 		"$REPS" "$(git rev-parse --short HEAD 2>/dev/null)" "$(uname -r)" "$(nproc)" \
-		"${vmk:+; VM $vmk, 1 vCPU, TCG}"
+		"${vmk:+; VM $vmk, $vcpus, TCG}"
 }
 
 # write_outputs: the tables (stdout), results.json, results.png.
