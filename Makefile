@@ -216,7 +216,7 @@ kernel-patched:
 # The kernel's vsock test suite, with the series' tests, on both kernels, and the af_unix
 # test also on the series without patch 6, which it must fail (kernel/README.md).
 kernel-selftest: all
-	$(Q)kernel/build.sh --only patched --without 6 >/dev/null
+	$(Q)kernel/build.sh --only patched --without 6 --if-stale >/dev/null
 	$(Q)kernel/selftest.sh
 
 # Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.

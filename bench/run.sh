@@ -271,6 +271,7 @@ machine_json() {
 	for f in ${ALL_PARTS#host }; do
 		printf '"%s_kernel":"%s",' "${f//-/_}" "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$f.jsonl" 2>/dev/null | head -n 1)"
 	done
+	printf '"vm_cpus":%d,' "${VSOCKMAP_VM_SMP:-1}"
 	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
 		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
 	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
@@ -282,9 +283,13 @@ machine_json() {
 }
 
 plot_subtitle() {
-	local vmk vcpus
-	vmk=$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)
-	vcpus=$(sed -n 's/.*"metric":"machine",.*"cpus":\([0-9]*\).*/\1/p' "$BENCH_OUT/vm.jsonl" 2>/dev/null | head -n 1)
+	local vmk= vcpus= part
+	# The first VM part of this run that booted: vm, or vm-stock and vm-patched alone.
+	for part in $parts; do
+		[[ $part == vm* && -z $vmk ]] || continue
+		vmk=$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$part.jsonl" 2>/dev/null | head -n 1)
+		vcpus=$(sed -n 's/.*"metric":"machine",.*"cpus":\([0-9]*\).*/\1/p' "$BENCH_OUT/$part.jsonl" 2>/dev/null | head -n 1)
+	done
 	[[ ${vcpus:-1} == 1 ]] && vcpus="1 vCPU" || vcpus="$vcpus vCPUs"
 	printf '%s, %s profile, %s rounds, commit %s; host %s, %d CPUs%s' "$(date +%F)" "$profile" \
 		"$REPS" "$(git rev-parse --short HEAD 2>/dev/null)" "$(uname -r)" "$(nproc)" \

@@ -5,11 +5,13 @@
 # ("stock") and with kernel/patches/*.patch applied ("patched"), from the same tree and the
 # same configuration, so that the two differ only by the patches (make kernel-patched).
 #
-#   kernel/build.sh [--jobs N] [--only stock|patched] [--first N | --without N]
+#   kernel/build.sh [--jobs N] [--only stock|patched] [--first N | --without N] [--if-stale]
 #
 # --first N builds the patched variant with the first N patches only, as "patched-N": how
 # each patch's own before and after is measured. --without N builds it with every patch but
 # the Nth, as "patched-without-N": how a selftest is shown to catch what patch N fixes.
+# --if-stale leaves a variant alone, without fetching anything, when its build in the cache
+# was made from the same patches (by content; make kernel-selftest uses it).
 #
 # Source: linux-source-VERSION and Debian's cloud configuration (from
 # linux-headers-VERSION-cloud-amd64), fetched like the VM kernels (scripts/fetch-vm-kernel.sh):
@@ -31,21 +33,81 @@ jobs=$(nproc)
 only=
 first=
 without=
+if_stale=0
 while (($#)); do
 	case $1 in
 	--jobs) jobs=${2:?--jobs wants a number}; shift 2 ;;
 	--only) only=${2:?--only wants stock or patched}; shift 2 ;;
 	--first) first=${2:?--first wants a number}; shift 2 ;;
 	--without) without=${2:?--without wants a patch number}; shift 2 ;;
-	*) echo "usage: $0 [--jobs N] [--only stock|patched] [--first N | --without N]" >&2; exit 2 ;;
+	--if-stale) if_stale=1; shift ;;
+	*) echo "usage: $0 [--jobs N] [--only stock|patched] [--first N | --without N] [--if-stale]" >&2; exit 2 ;;
 	esac
 done
 [[ -z $first || -z $without ]] || { echo "$0: --first and --without do not go together" >&2; exit 2; }
 [[ -z $first || $first =~ ^[1-9][0-9]*$ ]] || { echo "$0: --first wants a number, not '$first'" >&2; exit 2; }
 [[ -z $without || $without =~ ^[1-9][0-9]*$ ]] || { echo "$0: --without wants a patch number, not '$without'" >&2; exit 2; }
+[[ -z $first$without || $only == patched ]] || { echo "$0: --first and --without want --only patched" >&2; exit 2; }
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 note() { echo "$PROG: $*" >&2; }
+
+# variant_name VARIANT: stock, patched, patched-N (--first) or patched-without-N (--without).
+variant_name() {
+	if [[ $1 == patched && -n $first ]]; then
+		echo "patched-$first"
+	elif [[ $1 == patched && -n $without ]]; then
+		echo "patched-without-$without"
+	else
+		echo "$1"
+	fi
+}
+
+# write_want VARIANT FILE: the patches VARIANT is built with, one path per line.
+write_want() {
+	local n
+	if [[ $1 != patched* ]]; then
+		: >"$2"
+		return 0
+	fi
+	find "$HERE/patches" -name '*.patch' ! -name '0000-*' | sort | head -n "${first:-1000}" >"$2"
+	[[ -s $2 ]] || die "no kernel/patches/*.patch"
+	[[ -n $without ]] || return 0
+	n=$(printf '%04d' "$without")
+	grep -q "/$n-" "$2" || die "there is no patch $without"
+	grep -v "/$n-" "$2" >"$2.tmp" || true
+	mv "$2.tmp" "$2"
+}
+
+# patch_sums FILE: the content of the patches FILE lists, as one line of sums each.
+patch_sums() {
+	local p
+	while read -r p; do sha256sum <"$p"; done <"$1"
+}
+
+# up_to_date VARIANT: its build in the cache is of the same patches; prints its line.
+up_to_date() {
+	local dest=$CACHE/out/$1 k m
+	[[ -f $dest/.vsockmap-applied ]] || return 1
+	k=$(compgen -G "$dest/boot/vmlinuz-*" | head -n 1) || return 1
+	m=$(compgen -G "$dest/lib/modules/*" | head -n 1) || return 1
+	mkdir -p "$CACHE"
+	write_want "$1" "$CACHE/want-$1"
+	[[ $(cat "$dest/.vsockmap-applied") == "$(patch_sums "$CACHE/want-$1")" ]] || return 1
+	echo "$1 KERNEL=$k MODULES=$m"
+}
+
+variants=()
+for v in stock patched; do
+	[[ -z $only || $only == "$v" ]] || continue
+	v=$(variant_name "$v")
+	if ((if_stale)) && up_to_date "$v"; then
+		note "$v: up to date (--if-stale)"
+		continue
+	fi
+	variants+=("$v")
+done
+((${#variants[@]})) || exit 0
 
 # What a kernel build needs beyond make check's own packages (installed only when missing).
 "$ROOT/scripts/install-deps.sh" --kernel || die "scripts/install-deps.sh --kernel failed"
@@ -127,7 +189,7 @@ make_config() {
 set_patches() {
 	local want=$1 p sums
 	# By content, not by name: a patch changed in place is applied again.
-	sums=$(while read -r p; do sha256sum <"$p"; done <"$want")
+	sums=$(patch_sums "$want")
 	if [[ -f $work/.vsockmap-applied ]] && [[ $(cat "$work/.vsockmap-applied") == "$sums" ]]; then
 		return 0
 	fi
@@ -150,20 +212,9 @@ set_patches() {
 # out/VARIANT. One tree and one object directory for both, so the second is incremental.
 build() {
 	local variant=$1 ver dest want
-	[[ $variant != patched || -z $first ]] || variant=patched-$first
-	[[ $variant != patched || -z $without ]] || variant=patched-without-$without
 	dest=$CACHE/out/$variant
 	want=$CACHE/want-$variant
-	if [[ $variant == patched* ]]; then
-		find "$HERE/patches" -name '*.patch' ! -name '0000-*' | sort | head -n "${first:-1000}" >"$want"
-		[[ -s $want ]] || die "no kernel/patches/*.patch"
-		if [[ -n $without ]]; then
-			grep -q "/$(printf '%04d' "$without")-" "$want" || die "there is no patch $without"
-			grep -v "/$(printf '%04d' "$without")-" "$want" >"$want.tmp" && mv "$want.tmp" "$want"
-		fi
-	else
-		: >"$want"
-	fi
+	write_want "$variant" "$want"
 	set_patches "$want"
 	tree=$work make_config "$obj" "$variant"
 	note "$variant: building (make -j$jobs; the first build takes a while)"
@@ -175,6 +226,7 @@ build() {
 	cp "$obj/arch/x86/boot/bzImage" "$dest/boot/vmlinuz-$ver"
 	make -C "$work" O="$obj" INSTALL_MOD_PATH="$dest" modules_install >/dev/null 2>&1 ||
 		die "$variant: modules_install failed"
+	patch_sums "$want" >"$dest/.vsockmap-applied"
 	echo "$variant KERNEL=$dest/boot/vmlinuz-$ver MODULES=$dest/lib/modules/$ver"
 }
 
@@ -188,7 +240,6 @@ if [[ ! -f $work/.vsockmap-tree ]]; then
 	rm -rf "$CACHE/applied" "$obj"
 fi
 mkdir -p "$obj"
-for v in stock patched; do
-	[[ -z $only || $only == "$v" ]] || continue
+for v in "${variants[@]}"; do
 	build "$v"
 done
