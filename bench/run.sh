@@ -258,8 +258,23 @@ EOF
 
 # ---- outputs --------------------------------------------------------------------------------
 
+# vm_machine PART FIELD: FIELD (kernel, cpus) of the machine row PART's VM wrote; empty if none.
+vm_machine() {
+	sed -n "s/.*\"metric\":\"machine\",.*\"$2\":\"\{0,1\}\([^\",]*\).*/\1/p" "$BENCH_OUT/$1.jsonl" 2>/dev/null | head -n 1
+}
+
+# first_vm_part: the first VM part of this run that booted (vm, or vm-stock and vm-patched alone).
+first_vm_part() {
+	local part
+	for part in $parts; do
+		[[ $part == vm* && -n $(vm_machine "$part" kernel) ]] || continue
+		echo "$part"
+		return
+	done
+}
+
 machine_json() {
-	local commit dirty
+	local commit dirty vm
 	commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 	dirty=false
 	[[ -z $(git status --porcelain 2>/dev/null) ]] || dirty=true
@@ -269,9 +284,10 @@ machine_json() {
 	printf '"host_kernel":"%s","cpu_model":"%s","host_cpus":%d,' "$(uname -r)" \
 		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr -d '"\\')" "$(nproc)"
 	for f in ${ALL_PARTS#host }; do
-		printf '"%s_kernel":"%s",' "${f//-/_}" "$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$f.jsonl" 2>/dev/null | head -n 1)"
+		printf '"%s_kernel":"%s",' "${f//-/_}" "$(vm_machine "$f" kernel)"
 	done
-	printf '"vm_cpus":%d,' "${VSOCKMAP_VM_SMP:-1}"
+	vm=$(first_vm_part)
+	printf '"vm_cpus":%s,' "$([[ -n $vm ]] && vm_machine "$vm" cpus || echo null)"
 	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
 		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
 	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
@@ -283,13 +299,12 @@ machine_json() {
 }
 
 plot_subtitle() {
-	local vmk= vcpus= part
-	# The first VM part of this run that booted: vm, or vm-stock and vm-patched alone.
-	for part in $parts; do
-		[[ $part == vm* && -z $vmk ]] || continue
-		vmk=$(sed -n 's/.*"metric":"machine","kernel":"\([^"]*\)".*/\1/p' "$BENCH_OUT/$part.jsonl" 2>/dev/null | head -n 1)
-		vcpus=$(sed -n 's/.*"metric":"machine",.*"cpus":\([0-9]*\).*/\1/p' "$BENCH_OUT/$part.jsonl" 2>/dev/null | head -n 1)
-	done
+	local vm vmk='' vcpus=''
+	vm=$(first_vm_part)
+	if [[ -n $vm ]]; then
+		vmk=$(vm_machine "$vm" kernel)
+		vcpus=$(vm_machine "$vm" cpus)
+	fi
 	[[ ${vcpus:-1} == 1 ]] && vcpus="1 vCPU" || vcpus="$vcpus vCPUs"
 	printf '%s, %s profile, %s rounds, commit %s; host %s, %d CPUs%s' "$(date +%F)" "$profile" \
 		"$REPS" "$(git rev-parse --short HEAD 2>/dev/null)" "$(uname -r)" "$(nproc)" \
