@@ -10,6 +10,12 @@
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define USEC_PER_MSEC ((uint64_t)1000)
 #define USEC_PER_SEC  ((uint64_t)1000000)
+/*
+ * The accuracy the daemon's short timers ask of sd-event. Given 0, sd-event takes 250 ms
+ * and fires anywhere in that window: a 1 ms poll for held bytes then ran four times a
+ * second, and a catch-up moved one hold socket's worth per 250 ms.
+ */
+#define TIMER_ACCURACY_USEC ((uint64_t)100)
 
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t now_usec(void);

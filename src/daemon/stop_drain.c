@@ -131,8 +131,8 @@ bool stop_drain_start(struct daemon *d)
 	d->stop.deadline = now + stop_patience_usec(d);
 	d->stop.next_look = now + STOP_PROGRESS_USEC;
 	d->stop.mark = stop_progress_mark(d);
-	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC, 0,
-					 on_stop_timer, d);
+	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC,
+					 TIMER_ACCURACY_USEC, on_stop_timer, d);
 	if (err < 0) {
 		log_errno(LOG_ERR, err, "stopping: closing the redirects at once");
 		return false;

@@ -425,7 +425,8 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 		if (err)
 			goto out_free;
 	}
-	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, 0, on_timer, f);
+	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, TIMER_ACCURACY_USEC,
+				on_timer, f);
 	err = err < 0 ? err : sd_event_add_io(d->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
 	if (err < 0)
 		goto out_sources;

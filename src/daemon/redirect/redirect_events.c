@@ -187,8 +187,8 @@ int redirect_arm_timer(struct redirect *r, uint64_t deadline)
 		return 0;
 	}
 	if (!r->timer)
-		return sd_event_add_time(r->d->event, &r->timer, CLOCK_MONOTONIC, deadline, 0,
-					 on_timer, r);
+		return sd_event_add_time(r->d->event, &r->timer, CLOCK_MONOTONIC, deadline,
+					 TIMER_ACCURACY_USEC, on_timer, r);
 	sd_event_source_set_time(r->timer, deadline);
 	sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
 	return 0;
