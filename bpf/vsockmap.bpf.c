@@ -156,17 +156,18 @@ static __always_inline void count(__u32 idx, __u32 len, int what)
 /*
  * Redirect skb to the destination socket, unless the gate says the daemon still owns the
  * stream (closed, or held bytes not yet forwarded) or the destination has left the map; then
- * the verdict passes it up to the socket, counted as held, and the daemon forwards it in
- * order. Returns true when the skb is held. With counted false nothing is counted: the
- * gate's held bytes are not statistics but the ordering, and stay.
+ * the verdict holds it, counted as held, and the daemon forwards it in order: it goes to the
+ * gate's hold socket, or, without one, up to the receiving socket. Returns true when the
+ * skb is held. With counted false nothing is counted: the gate's held bytes are not
+ * statistics but the ordering, and stay.
  */
 static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest,
 					     struct sock *unix_receiver, bool record_len,
 					     bool counted)
 {
-	__u32 len = skb->len;
-
 	struct vsockmap_gate *gate = bpf_map_lookup_elem(&gates, &idx);
+	__u32 len = skb->len;
+	__u64 hold;
 
 	if (!gate)
 		return true;
@@ -187,6 +188,14 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	 */
 	if (record_len && bpf_map_push_elem(&dgram_held_lens, &len, 0))
 		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
+	/*
+	 * To the daemon's hold socket where it has one. Passed up instead, the skb would be
+	 * charged to our socket (no sk_rcvbuf check: the sender is no longer slowed down), and
+	 * a unix peer's shutdown() unhashes our socket and frees its psock queue with it.
+	 */
+	hold = gate->hold_cookie;
+	if (hold)
+		bpf_sk_redirect_hash(skb, &egress, &hold, 0);
 	__sync_fetch_and_add(&gate->held, len);
 	if (counted)
 		count(idx, len, SK_PASS);

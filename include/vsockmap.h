@@ -31,8 +31,9 @@ struct vsockmap_link {
 
 /*
  * gates[slot * 2 + dir], shared with the daemon through mmap. While the daemon still
- * forwards bytes that arrived before the pair was complete, the verdict passes data up to
- * the socket instead of redirecting it, and counts it in "held". The daemon opens the gate
+ * forwards bytes that arrived before the pair was complete, the verdict holds data for it
+ * (sends it to the hold socket, or passes it up) instead of redirecting it to the partner,
+ * and counts it in "held". The daemon opens the gate
  * with released == held once it has read and written everything held so far; from then on
  * the verdict redirects as long as held == released, so no byte overtakes another.
  */
@@ -45,6 +46,13 @@ struct vsockmap_gate {
 	 * (fastpath=permanent). Written by the daemon at the link, kept across restarts.
 	 */
 	__u32 uncounted;
+	/*
+	 * Where held skbs go: the cookie of the daemon's hold socket in egress, one end of a
+	 * unix socketpair whose other end only the daemon reads (0: none, pass them up). A
+	 * redirect to it keeps each skb charged to its sender until sent, and no peer of ours
+	 * can unhash it (docs/kernel-notes.md, "Where held bytes wait"). Written by the daemon.
+	 */
+	__u64 hold_cookie;
 };
 
 /* counters[slot * 2 + dir], per CPU. */

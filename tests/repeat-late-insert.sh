@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The forced late-insert uploads (scenario_late_insert_tail), many times over, for a proof
 # that nothing is lost: `tests/repeat-late-insert.sh host|vm RUNS [DAEMON ARGS...]`. Each
-# round runs the three cases (8M, 32M, 32M with a stop); the summary counts every run and
+# round runs the six cases (8M, 32M, 32M with a stop; the same ending in a half-close); the summary counts every run and
 # the bytes that did not arrive. In the VM the kernel is the usual one (VSOCKMAP_VM_SERIES,
 # VSOCKMAP_VM_APPEND and the rest as for tests/vm/run.sh); E2E_TAIL sets the upload size
 # (default 128M on the host, 64M in the VM). Build first (make).
@@ -45,9 +45,9 @@ trap 'rm -f "$params"' EXIT
 	printf 'E2E_TAIL=%s\nE2E_TAIL_RUNS=%s\n' "${E2E_TAIL:-64M}" "$runs"
 	printf 'REPEAT_ARGS="%s"\n' "$*"
 } >"$params"
-# About 10 s a case in the VM: budget 30 s, and 5 minutes on top.
+# About 10 s a case in the VM (six a round): budget 30 s, and 5 minutes on top.
 # Named by kernel series, so that repeats on two kernels can run side by side.
-exec tests/vm/run.sh tests/vm/suite-repeat.sh --timeout $((runs * 3 * 30 + 300)) \
+exec tests/vm/run.sh tests/vm/suite-repeat.sh --timeout $((runs * 6 * 30 + 300)) \
 	--name "suite-repeat${VSOCKMAP_VM_SERIES:+-$VSOCKMAP_VM_SERIES}" \
 	--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 	--file "$params":/usr/lib/vmtest/repeat.env

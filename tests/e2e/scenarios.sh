@@ -486,13 +486,22 @@ e2e_run_late_insert() {
 # client soon blocks on the bytes it left behind: the daemon sweeps them, and the verdict holds
 # what comes next, far faster than the daemon forwards it, so tens of MiB are still held at
 # the EOF. With 32M it never blocks, and about 16 MiB are still in the socket's own queue at
-# the EOF. "stop": SIGTERM as soon as the client has closed, in the middle of that drain.
+# the EOF. "half": the client ends with shutdown(SHUT_WR) in place of the close and reads a
+# 1 MiB reply: a unix peer's shutdown() unhashes our socket from the sockhash and frees its
+# psock queue, where held bytes once waited (docs/kernel-notes.md, "Where held bytes wait").
+# "stop": SIGTERM as soon as the client is done, in the middle of that drain.
 # Every byte must arrive, in order, then a clean EOF.
 scenario_late_insert_tail() {
 	_lt_sndbuf=$1
 	_lt_name=late-insert-tail-$1
 	_lt_stop=
+	_lt_half=
 	shift
+	if [ "${1:-}" = half ]; then
+		_lt_half=1
+		_lt_name=$_lt_name-half
+		shift
+	fi
 	if [ "${1:-}" = stop ]; then
 		_lt_stop=1
 		_lt_name=$_lt_name-stop
@@ -504,8 +513,13 @@ scenario_late_insert_tail() {
 	_lt_stop_ticks=600
 	_lt_queued=$((${_lt_sndbuf%M} * 3 * 1048576 / 8))
 	E2E_LOG_LEVEL=${E2E_LOG_LEVEL:-debug} VSOCKMAPD_TEST_INSERT_QUEUED=$_lt_queued e2e_start_daemon "$@" || return 1
-	start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
-	client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
+	if [ -n "$_lt_half" ]; then
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --reply 1M --count 1 --expect "$_lt_size" --timeout 300
+		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --after shutdown --expect-reply 1M --timeout 300
+	else
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
+		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
+	fi
 	_lt_crc=$?
 	STOP_RC=0
 	STOP_TICKS=0
@@ -539,9 +553,11 @@ scenario_late_insert_tail() {
 		vmtest_fail "$_lt_name" "daemon exit $STOP_RC after $((STOP_TICKS / 10)) s: $(tail -n 2 "$E2E_DIR/daemon.log" | tr '\n' ' ')"
 	else
 		_lt_how="$_lt_left bytes left behind at the insert"
+		_lt_end="a close"
+		[ -z "$_lt_half" ] || _lt_end="a shutdown(SHUT_WR), then a 1 MiB reply"
 		[ -z "$_lt_at_once" ] ||
 			_lt_how="the client queued $_lt_queued bytes before the insert; this kernel passed them to the verdict at the insert (${_lt_left:-0} still queued after it)"
-		vmtest_pass "$_lt_name" "$_lt_how, then $_lt_size at full speed and a close${_lt_stop:+, SIGTERM at once (exit after $((STOP_TICKS / 10)).$((STOP_TICKS % 10)) s)}: all verified, clean EOF"
+		vmtest_pass "$_lt_name" "$_lt_how, then $_lt_size at full speed and $_lt_end${_lt_stop:+, SIGTERM at once (exit after $((STOP_TICKS / 10)).$((STOP_TICKS % 10)) s)}: all verified, clean EOF"
 	fi
 }
 
@@ -553,6 +569,9 @@ e2e_run_late_insert_tail() {
 		scenario_late_insert_tail 8M "$@"
 		scenario_late_insert_tail 32M "$@"
 		scenario_late_insert_tail 32M stop "$@"
+		scenario_late_insert_tail 8M half "$@"
+		scenario_late_insert_tail 32M half "$@"
+		scenario_late_insert_tail 32M half stop "$@"
 	done
 }
 

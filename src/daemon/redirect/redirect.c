@@ -104,6 +104,7 @@ void redirect_free(struct redirect *r)
 	redirect_events_forget(r);
 	for (i = 0; i < 2; i++) {
 		dir_inject_close(r, i);
+		dir_hold_close(r, i);
 		safe_close(r->ep[i].fd);
 		safe_close(r->dir[i].pipe[0]);
 		safe_close(r->dir[i].pipe[1]);
@@ -398,6 +399,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 	for (i = 0; i < VSOCKMAP_NR_DIRS; i++) {
 		r->dir[i].pipe[0] = r->dir[i].pipe[1] = -1;
 		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
+		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
 	}
 	r->next = d->redirects;
 	if (d->redirects)
@@ -490,6 +492,10 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 {
 	*id = r->id;
 	*slot = r->userspace ? REDIRECT_SLOT_USERSPACE : r->slot;
+	/* Our hold socket closes with us: from here the verdict passes up what it holds. */
+	if (!r->userspace)
+		__atomic_store_n(&dataplane_gate(r->d->dp, r->slot, CLIENT)->hold_cookie, 0,
+				 __ATOMIC_RELEASE);
 	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
 		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
 	*client_fd = r->ep[CLIENT].fd;
@@ -536,6 +542,8 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 	redirect_enter(r, REDIRECT_CONNECTED);
 	gate = dataplane_gate(d->dp, slot, CLIENT);
 	r->dir[CLIENT].held_taken = gate_held(gate);
+	/* The previous instance's hold socket closed with it: this one makes its own. */
+	__atomic_store_n(&gate->hold_cookie, 0, __ATOMIC_RELEASE);
 	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;
 	r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
 	redirect_log(r, LOG_DEBUG, "taken back from the previous instance");

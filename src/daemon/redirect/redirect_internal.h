@@ -10,6 +10,8 @@
  *   redirect_copy.c        the bytes the daemon moves itself
  *   redirect_inject.c      the injector: the daemon's bytes handed to the kernel before the
  *                          insert, while the target is full
+ *   redirect_hold.c        the hold socket: where the verdict puts a client's bytes while
+ *                          the gate is closed
  *   redirect_events.c      the epoll set of all redirects and its batch
  */
 #ifndef VSOCKMAP_REDIRECT_INTERNAL_H
@@ -86,6 +88,11 @@ struct direction {
 	uint64_t inject_cookie;	  /* Y's */
 	uint64_t inject_bytes;	  /* written into it (the kernel counts them as its own) */
 	bool inject_error_logged; /* an injector that could not be opened was logged */
+	/* Where the verdict puts what it holds while the gate is closed (redirect_hold.c) */
+	int hold_fd;		/* R: the daemon reads the held bytes here; -1: no hold socket */
+	int hold_peer;		/* H: in egress, the gate's hold_cookie */
+	uint64_t hold_cookie;	/* H's */
+	bool hold_error_logged; /* a hold socket that could not be made was logged */
 	bool insert_error_logged; /* an insert that failed while injecting was logged */
 };
 
@@ -188,6 +195,20 @@ static inline bool dir_injecting(const struct direction *dir)
 int dir_inject_open(struct redirect *r, int src);
 /* Close it: what it was given is in the target's backlog by now. */
 void dir_inject_close(struct redirect *r, int src);
+
+/* ---- redirect_hold.c ---- */
+
+/* The verdict sends what it holds for direction src to the daemon's hold socket. */
+static inline bool dir_holding(const struct direction *dir)
+{
+	return dir->hold_fd >= 0;
+}
+/* Make the hold socket of direction src and name it in its gate. 0 or -errno. */
+int dir_hold_open(struct redirect *r, int src);
+/* Close it, with the redirect: what it held has been read. */
+void dir_hold_close(struct redirect *r, int src);
+/* Read held bytes from it: bytes read, -EINPROGRESS (none yet), or -errno. */
+ssize_t dir_hold_read(struct redirect *r, int src, void *buf, size_t len);
 
 /* ---- redirect_events.c ---- */
 

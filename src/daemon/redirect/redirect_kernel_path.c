@@ -148,6 +148,7 @@ void dir_check_left_behind(struct redirect *r, int src)
 	struct direction *dir = &r->dir[src];
 	uint64_t runs;
 	int64_t q;
+	int err;
 
 	if (!dir->left_behind || now_usec() < dir->left_check_usec)
 		return;
@@ -161,6 +162,19 @@ void dir_check_left_behind(struct redirect *r, int src)
 	if (q != dir->left_behind || runs != dir->left_verdicts || runs == UINT64_MAX) {
 		dir->left_behind = q;
 		dir->left_verdicts = runs;
+		return;
+	}
+	/* Never without a hold socket: what the verdict passed up would be unbounded and lost
+	 * at the client's shutdown() (redirect_hold.c). Out of descriptors: the next check. */
+	err = dir_hold_open(r, src);
+	if (err) {
+		if (!dir->hold_error_logged)
+			redirect_log_errno(r, LOG_WARNING, err,
+					   "a hold socket for the %" PRId64 " bytes left behind at "
+					   "the insert; they wait for the client's next send or its "
+					   "end",
+					   q);
+		dir->hold_error_logged = true;
 		return;
 	}
 	gate_close_dir(r, src);
@@ -340,6 +354,7 @@ static ssize_t forward_held(struct redirect *r, int src)
 	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
 	int fd = r->ep[src].fd;
+	uint64_t owed;
 	ssize_t n;
 
 	if (!flush_buf(r, src))
@@ -348,7 +363,11 @@ static ssize_t forward_held(struct redirect *r, int src)
 		return peer_shut_down(&r->ep[src]) ? 0 : -EAGAIN;
 	if (!dir_buf(dir))
 		return -ENOMEM;
-	n = held_read(fd, dir->buf, dir->buf_size);
+	owed = gate_held(gate) - dir->held_taken;
+	if (dir_holding(dir))
+		n = dir_hold_read(r, src, dir->buf, owed < dir->buf_size ? owed : dir->buf_size);
+	else
+		n = held_read(fd, dir->buf, dir->buf_size);
 	/*
 	 * Held bytes are owed, so 0 is not the end: unix_bpf_recvmsg() answers EOF once the
 	 * peer is gone and psock->ingress_msg is empty, even while the psock's own backlog
