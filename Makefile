@@ -58,7 +58,7 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
 # What a prog test links: the data plane, the only user of libbpf, and what it needs.
 PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
 		   dataplane/dataplane_queues.o dataplane/dgram_plane.o dataplane/insert_probe.o \
-		   dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
+		   dataplane/unhash_probe.o dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
 # bench/trace's two tools (their rules are below).
 TRACE_TOOLS	:= vsm-trace vsm-profile
 TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(TRACE_TOOLS:%=$(OUTPUT)/tools/%)
@@ -118,7 +118,7 @@ $(OUTPUT)/bpf_object_id.h: $(OUTPUT)/bpf-object.sha256
 
 # The data plane's files include the skeleton (dataplane_internal.h).
 $(addprefix $(OUTPUT)/src/daemon/dataplane/,bpf_dataplane.o dataplane_queues.o dgram_plane.o \
-	insert_probe.o): $(SKEL)
+	insert_probe.o unhash_probe.o): $(SKEL)
 $(OUTPUT)/src/daemon/daemon.o $(OUTPUT)/src/daemon/control/control_commands.o $(OUTPUT)/src/daemon/systemd/handover.o: $(OUTPUT)/bpf_object_id.h
 
 $(OUTPUT)/%.o: %.c | $(OUTPUT)

@@ -21,6 +21,7 @@ if [[ $where == host ]]; then
 	export PATH="$out:$out/tools:$PATH"
 	E2E_DIR=$(mktemp -d /tmp/vsockmap-repeat.XXXXXX)
 	export E2E_DIR E2E_TARGET=unix E2E_TAIL=${E2E_TAIL:-128M} E2E_TAIL_RUNS=$runs
+	export E2E_DAEMON_ARGS=--datapath=kernel # a unix target's default is user space
 	export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
 	trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	# shellcheck source=tests/lib/harness.sh

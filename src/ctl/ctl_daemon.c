@@ -140,7 +140,7 @@ int print_status(struct json_object *status, FILE *out)
 	struct table t = {.cols = status_columns, .n_cols = ST_N_COLS, .legend = arg_legend};
 	struct json_object *kernel = NULL, *control = NULL, *listeners = NULL;
 	uint64_t pid = 0, redirects, late;
-	bool takes_queued;
+	bool takes_queued, unhashes;
 	int r;
 
 	json_object_object_get_ex(status, "kernel", &kernel);
@@ -161,6 +161,11 @@ int print_status(struct json_object *status, FILE *out)
 		table_add_pair(&pairs, "fastpath", cell_fastpath(kernel));
 	if (get_bool(kernel, "insert_takes_queued", &takes_queued))
 		table_add_pair(&pairs, "insert", cell_insert(takes_queued));
+	if (get_bool(kernel, "shutdown_unhashes_peer", &unhashes))
+		table_add_pair(&pairs, "targets",
+			       strdup(unhashes ? "unix ones in user space unless datapath=kernel (a "
+						 "server's shutdown() unhashes its peer)"
+					       : "unix ones on the kernel path too"));
 	table_add_pair(&pairs, "btf",
 		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
 	if (get_string(kernel, "bpf_object_sha256"))

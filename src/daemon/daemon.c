@@ -108,6 +108,9 @@ static void log_datapath(struct daemon *d)
 	else
 		log_info("insert: once the daemon has read a client empty; this kernel leaves what "
 			 "was queued before the insert to later sends");
+	if (f->shutdown_unhashes_peer)
+		log_info("unix targets: a server's shutdown() takes its peer out of the sockhash; "
+			 "UNIX-CONNECT sections run in user space unless datapath=kernel");
 	if (f->permanent)
 		log_info("fastpath: permanent; the stream verdict counts nothing, and a TCP "
 			 "socket's sk_msg verdict runs once per 4 GiB");

@@ -39,13 +39,18 @@ listener_field() {
 }
 
 # One daemon of its own per case below. mini_config NAME SECTION [DAEMON_LINE]...: a scratch
-# directory (MINI_DIR) with a config of one [SECTION] from SECTION.sock to srv.sock.
+# directory (MINI_DIR) with a config of one [SECTION] from SECTION.sock to srv.sock. Without
+# a datapath line it asks for the kernel, which a unix target does not get by default.
 mini_config() {
-	local line
+	local line datapath="datapath = kernel"
 	MINI_DIR=$(mktemp -d "/tmp/vsockmap-$1.XXXXXX")
 	{
 		printf '[daemon]\ncontrol = %s/ctl.sock\n' "$MINI_DIR"
-		for line in "${@:3}"; do printf '%s\n' "$line"; done
+		for line in "${@:3}"; do
+			printf '%s\n' "$line"
+			[[ $line != datapath* ]] || datapath=
+		done
+		[[ -z $datapath ]] || printf '%s\n' "$datapath"
 		printf '[%s]\nlisten = UNIX-LISTEN:%s/%s.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
 			"$2" "$MINI_DIR" "$2" "$MINI_DIR"
 	} >"$MINI_DIR/c.conf"

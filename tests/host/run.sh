@@ -14,7 +14,10 @@ fi
 out=${VSOCKMAP_OUTPUT:-$root/.output}
 export PATH="$out:$out/tools:$PATH"
 E2E_DIR=$(mktemp -d /tmp/vsockmap-host.XXXXXX)
+# A unix target runs in user space by default (a unix server's shutdown() unhashes it): the
+# kernel path is asked for, to test it here; e2e_run_unix_target_auto runs the default.
 export E2E_DIR E2E_TARGET=unix E2E_BIG=${E2E_BIG:-256M} E2E_BPF_SHA_FILE=$out/bpf-object.sha256
+export E2E_DAEMON_ARGS=--datapath=kernel
 export VMTEST_CONSOLE=/nonexistent VMTEST_RESULTS=$E2E_DIR/results VMTEST_TMP=$E2E_DIR
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 

@@ -509,6 +509,8 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	add_string(kernel, "fastpath", f->permanent ? "permanent" : "counted");
 	add(kernel, "insert_takes_queued",
 	    d->dp ? json_object_new_boolean(f->insert_takes_queued) : NULL);
+	add(kernel, "shutdown_unhashes_peer",
+	    d->dp ? json_object_new_boolean(f->shutdown_unhashes_peer) : NULL);
 	add(kernel, "msg_verdict_runs",
 	    d->dp ? json_object_new_uint64(dataplane_msg_runs(d->dp)) : NULL);
 	add(status, "kernel", kernel);

@@ -284,6 +284,12 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 			  "asking whether the kernel passes what a socket queued before its insert "
 			  "to the verdict; assuming it does not");
 	dp->features.insert_takes_queued = err > 0;
+	err = unhash_probe_run(bpf_map__fd(dp->skel->maps.egress));
+	if (err < 0)
+		log_errno(LOG_WARNING, err,
+			  "asking whether a unix server's shutdown() takes its peer out of the "
+			  "sockhash; assuming it does");
+	dp->features.shutdown_unhashes_peer = err != 0;
 	*out = dp;
 	return 0;
 

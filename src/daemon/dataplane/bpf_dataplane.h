@@ -33,6 +33,11 @@ struct dataplane_features {
 	bool permanent;	       /* fastpath=permanent: uncounted sk_skb verdict, sk_msg per 4 GiB */
 	/* The kernel passes what a unix socket queued before its insert to the verdict. */
 	bool insert_takes_queued;
+	/*
+	 * A unix server's shutdown() takes its peer, our target, out of the sockhash and frees
+	 * what the kernel still held for it (unhash_probe.c).
+	 */
+	bool shutdown_unhashes_peer;
 };
 
 /* An exact drain signal is in use (the probe or the iterator). */

@@ -53,4 +53,10 @@ struct dgram_plane {
  */
 int insert_probe_run(int sources_fd);
 
+/*
+ * 1 if a unix stream socket's shutdown() takes its peer out of the sockhash egress_fd (every
+ * stock kernel with unix sockets in sockmap), 0 if not, or -errno.
+ */
+int unhash_probe_run(int egress_fd);
+
 #endif

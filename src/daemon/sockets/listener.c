@@ -119,8 +119,9 @@ static bool slot_left(struct listener *l)
 {
 	char listen[160];
 
-	if (l->d->dp ? !dataplane_slots_full(l->d->dp)
-		     : l->d->n_redirects < l->d->cfg.daemon.max_redirects)
+	/* Redirects carried in user space take no slot, but count toward the limit. */
+	if (l->d->n_redirects < l->d->cfg.daemon.max_redirects &&
+	    (!l->d->dp || l->userspace || !dataplane_slots_full(l->d->dp)))
 		return true;
 	l->refused++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
@@ -225,6 +226,17 @@ static void listener_close(struct listener *l)
 	}
 }
 
+/*
+ * A stream section whose target is a unix socket, on a kernel where its server's shutdown()
+ * takes our socket out of the sockhash and frees the client bytes still queued for it
+ * there (unhash_probe.c): a server that half-closes while it still reads would lose them.
+ */
+static bool unix_target_unhashed(const struct daemon *d, const struct redirect_config *rc)
+{
+	return rc->connect.kind == ADDRESS_UNIX_CONNECT && rc->listen.kind != ADDRESS_UNIX_RECV &&
+	       dataplane_features(d->dp)->shutdown_unhashes_peer;
+}
+
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
 {
 	char listen[160], target[160];
@@ -250,6 +262,15 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 		listener_set_userspace(l, d->userspace_why);
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
+	else if (unix_target_unhashed(d, rc) && d->cfg.daemon.datapath == DATAPATH_AUTO)
+		listener_set_userspace(l, "a unix server's shutdown() would free what the kernel "
+					  "still holds for it");
+	else if (unix_target_unhashed(d, rc))
+		log_fields(LOG_WARNING, ctx,
+			   "[%s] datapath=kernel: a unix target on the kernel path loses what the "
+			   "kernel still holds for it when its server shuts down first (its "
+			   "shutdown() takes our socket out of the sockhash)",
+			   rc->name);
 	l->fd = listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
