@@ -136,6 +136,22 @@ static uint64_t verdict_runs(struct redirect *r, int src)
 }
 
 /*
+ * The client's bytes wait on the target's backlog: it is blocked on a slow reader, not on
+ * what it left behind, and its next send, which comes as the target reads, moves those on.
+ * Only the queue probe says so without a pass over the whole map; without it, false.
+ */
+static bool waits_for_target(struct redirect *r, int src)
+{
+	struct endpoint *dst = &r->ep[1 - src];
+	struct vsockmap_queue_info qi;
+
+	if (dataplane_features(r->d->dp)->drain != DRAIN_PROBE ||
+	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
+		return false;
+	return qi.backlog_skbs || qi.partial_bytes;
+}
+
+/*
  * Bytes left behind at the insert move on only when the client sends again, one skb per
  * send: each send queues a new skb and the verdict takes the oldest, so the queue length
  * alone can stay the same while data flows. Once the verdict has not run for STALL_USEC the
@@ -164,6 +180,12 @@ void dir_check_left_behind(struct redirect *r, int src)
 		dir->left_verdicts = runs;
 		return;
 	}
+	/*
+	 * Swept now, the client would be carried by the daemon for as long as it never pauses
+	 * (the gate reopens only once every held byte is read): bulk-to-kernel on the host.
+	 */
+	if (waits_for_target(r, src))
+		return;
 	/* Never without a hold socket: what the verdict passed up would be unbounded and lost
 	 * at the client's shutdown() (redirect_hold.c). Out of descriptors: the next check. */
 	err = dir_hold_open(r, src);
