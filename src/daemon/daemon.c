@@ -18,6 +18,7 @@
 #include "passed_fds.h"
 #include "socket_activation.h"
 #include "idle_sweep.h"
+#include "source_watch.h"
 #include "listener.h"
 #include "log.h"
 #include "privileges.h"
@@ -295,6 +296,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	if (err)
 		goto out;
 	err = idle_sweep_update(d);
+	err = err ?: source_watch_start(d);
 	err = err ?: drop_privileges(d);
 	if (err)
 		goto out;
@@ -319,6 +321,7 @@ void daemon_stop(struct daemon *d)
 
 	service_stop(d);
 	idle_sweep_stop(d);
+	source_watch_stop(d);
 	handover_release(d);
 	passed_fds_release(&d->passed);
 	if (d->late_inserts)

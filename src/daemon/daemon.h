@@ -49,6 +49,7 @@ struct daemon {
 		char last_status[160];	       /* the STATUS= text last sent */
 	} service;
 	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
+	sd_event_source *source_watch; /* kernel-path clients still mapped? (source_watch.c) */
 };
 
 struct daemon_options {

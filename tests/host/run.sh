@@ -42,6 +42,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/e2e/cmdline-scenarios.sh
 # shellcheck source=tests/host/cmdline-cases.sh
 . tests/host/cmdline-cases.sh
+# shellcheck source=tests/host/soak-cases.sh
+. tests/host/soak-cases.sh
 
 {
 	e2e_run_common
@@ -52,6 +54,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	host_stop_cases
 	daemon_reload
 	cmdline_cases
+	host_soak_cases
 } | sed -u 's/^VMTEST /  /'
 
 if grep -q '^VMTEST FAIL' "$VMTEST_RESULTS"; then

@@ -7,7 +7,7 @@
  * This one process plays both ends. Its clients connect to the relay's listen socket (the
  * --connect address); the relay dials this process's listener (--listen) for each of them.
  * Every connection gets random sizes for both directions (0 to --max-size, log-uniform),
- * random write sizes, and one of six ways to end:
+ * random write sizes, and one of eight ways to end:
  *
  *   client-first   both sides send; the client closes once it has everything
  *   server-first   both sides send; the server closes once it has everything
@@ -15,6 +15,16 @@
  *   half-server    the server sends, shuts down writing; the client answers after EOF
  *   client-kill    a forked client sends part of its bytes and is killed with SIGKILL
  *   server-reset   the server resets the connection (SO_LINGER 0) part-way
+ *   client-shut-rd the client shuts down reading at once, sends, then closes
+ *   server-half-first  the server sends and shuts down writing at once, while the client
+ *                  sends; the client closes once it has everything
+ *
+ * And, drawn apart from the ending, ways to behave meanwhile: a client send buffer from 4 KiB
+ * to 32 MiB (SO_SNDBUFFORCE), a client that pauses up to 60 ms after some writes, a server
+ * that reads 16 KiB every 2 ms, and a server that stops reading for 200 ms once. With
+ * --hup-pid the daemon is sent SIGHUP (a reload that keeps every section) every --hup-ms
+ * or so. Each connection's plan and choices come from its own generator, keyed by --seed
+ * and its id; --only ID runs that connection alone, for a replay.
  *
  * Each stream is keyed by the connection's seed (stream.h) and verified byte by byte, so a
  * lost, duplicated or reordered byte shows at its offset. For the first four every byte must
@@ -57,12 +67,27 @@
 #define TAG_PENDING (UINT64_C(1) << 61)
 #define TAG_SERVER  (UINT64_C(1) << 60)
 
-enum mode { CLIENT_FIRST, SERVER_FIRST, HALF_CLIENT, HALF_SERVER, CLIENT_KILL, SERVER_RESET };
-#define N_MODES 6
-static const char *const mode_names[N_MODES] = {"client-first", "server-first", "half-client",
-						"half-server",	"client-kill",	"server-reset"};
+enum mode {
+	CLIENT_FIRST,
+	SERVER_FIRST,
+	HALF_CLIENT,
+	HALF_SERVER,
+	CLIENT_KILL,
+	SERVER_RESET,
+	CLIENT_SHUT_RD,
+	SERVER_HALF_FIRST,
+};
+#define N_MODES 8
+static const char *const mode_names[N_MODES] = {
+    "client-first", "server-first",   "half-client",   "half-server",
+    "client-kill",  "server-reset",   "client-shut-rd", "server-half-first"};
 /* Per mille of connections for each mode, in enum order. */
-static const unsigned int mode_weights[N_MODES] = {300, 200, 200, 200, 50, 50};
+static const unsigned int mode_weights[N_MODES] = {250, 150, 150, 150, 50, 50, 100, 100};
+/* The client's send buffers, drawn per connection (0: the system's default). */
+static const int sndbufs[] = {0, 4096, 65536, 1 << 20, 8 << 20, 32 << 20};
+#define SLOW_READ    (16 * 1024) /* a slow server reads this much ... */
+#define SLOW_READ_NS (2 * NSEC_PER_MS) /* ... this often */
+#define STALL_NS     (200 * NSEC_PER_MS) /* a stalling server stops reading this long, once */
 
 /* One end of a connection. */
 struct end {
@@ -89,6 +114,14 @@ struct conn {
 	bool started, connected, finished, ok;
 	uint64_t start_ns, last_ns, cut_ns;
 	const char *why;
+	uint64_t rng;	       /* this connection's own generator: plan and choices */
+	int sndbuf;	       /* the client's SO_SNDBUF, 0: default */
+	bool pausy;	       /* the client pauses after some writes */
+	bool slow;	       /* the server reads SLOW_READ every SLOW_READ_NS */
+	uint64_t stall_at;     /* the server stops reading once at this many bytes, 0: never */
+	bool stalls;	       /* it was planned to (stall_at is 0 once it has) */
+	uint64_t c_resume_ns;  /* the client writes again from then */
+	uint64_t s_resume_ns;  /* the server reads again from then */
 };
 
 static struct {
@@ -96,7 +129,15 @@ static struct {
 	unsigned int count, live;
 	uint64_t max_size, seed;
 	unsigned int timeout_s, end_bound_ms, stall_s;
-} opt = {.count = 10000,
+	pid_t hup_pid;
+	unsigned int hup_ms;
+	long only; /* -1: every connection */
+	unsigned int modes; /* bit per enum mode: the ones drawn */
+	const char *modes_text;
+} opt = {.modes = (1u << N_MODES) - 1,
+	 .only = -1,
+	 .hup_ms = 500,
+	 .count = 10000,
 	 .live = 500,
 	 .max_size = 8 << 20,
 	 .seed = 1,
@@ -121,29 +162,40 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t xorshift(uint64_t *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return *state * 0x2545f4914f6cdd1dULL;
+}
+
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
+	return xorshift(&rng_state);
+}
+
+/* Connection k's own: its plan and its choices do not depend on the others' timing. */
+static uint64_t krnd(struct conn *k)
+{
+	return xorshift(&k->rng);
 }
 
 /* 0..max, log-uniform: small sizes as often as large ones, so the soak stays short. */
-static uint64_t rnd_size(uint64_t max)
+static uint64_t rnd_size(struct conn *k, uint64_t max)
 {
 	unsigned int bits = 0;
 	uint64_t v;
 
 	while (bits < 63 && (UINT64_C(1) << bits) <= max)
 		bits++;
-	v = rnd() & ((UINT64_C(1) << (rnd() % (bits + 1))) - 1);
+	v = krnd(k) & ((UINT64_C(1) << (krnd(k) % (bits + 1))) - 1);
 	return v > max ? max : v;
 }
 
-static size_t write_size(void)
+static size_t write_size(struct conn *k)
 {
-	return 1 + (size_t)rnd_size(BUF_SIZE - 1);
+	return 1 + (size_t)rnd_size(k, BUF_SIZE - 1);
 }
 
 static void die(const char *what)
@@ -176,14 +228,19 @@ static void close_end(struct end *e)
 	e->done = true;
 }
 
-/* Read what is there into the end's rx stream. Returns false on EOF or error. */
-static bool end_read(struct conn *k, struct end *e, uint64_t limit)
+/*
+ * Read what is there, at most max bytes, into the end's rx stream. Returns false on EOF or
+ * error.
+ */
+static bool end_read(struct conn *k, struct end *e, uint64_t limit, uint64_t max)
 {
+	uint64_t taken = 0;
 	ssize_t n;
 	size_t i;
 
-	for (;;) {
-		n = recv(e->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	for (; taken < max; taken += (uint64_t)n) {
+		n = recv(e->fd, buf, max - taken < sizeof(buf) ? (size_t)(max - taken) : sizeof(buf),
+			 MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return true;
@@ -206,6 +263,7 @@ static bool end_read(struct conn *k, struct end *e, uint64_t limit)
 		if (e->recvd > limit && e->mismatch == UINT64_MAX)
 			e->mismatch = limit; /* bytes past the end */
 	}
+	return true;
 }
 
 /* Send up to len - sent more bytes of the tx stream, random write sizes. */
@@ -216,7 +274,9 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 	size_t chunk;
 
 	while (e->sent < len) {
-		chunk = write_size();
+		if (e == &k->c && now_ns() < k->c_resume_ns)
+			return; /* pausing */
+		chunk = write_size(k);
 		if (chunk > len - e->sent)
 			chunk = (size_t)(len - e->sent);
 		/* Peek: generate, and keep the generator's state only for what was taken. */
@@ -236,6 +296,11 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 		}
 		e->sent += (uint64_t)n;
 		k->last_ns = now_ns();
+		/* A client that pauses: about one write in eight is followed by 1 to 60 ms. */
+		if (e == &k->c && k->pausy && !(krnd(k) % 8)) {
+			k->c_resume_ns = k->last_ns + (1 + krnd(k) % 60) * NSEC_PER_MS;
+			return;
+		}
 	}
 }
 
@@ -302,8 +367,10 @@ static void rearm(struct conn *k, struct end *e, bool is_server)
 	if (is_server)
 		may_send = k->mode != HALF_CLIENT || e->eof;
 	else
-		may_send = (k->mode != HALF_SERVER || e->eof) && e->hdr_len == HEADER_LEN;
-	if (!e->eof)
+		may_send = (k->mode != HALF_SERVER || e->eof) && e->hdr_len == HEADER_LEN &&
+			   now_ns() >= k->c_resume_ns;
+	/* A server waiting out its pace or its stall reads again from the main loop. */
+	if (!e->eof && (!is_server || now_ns() >= k->s_resume_ns))
 		events |= EPOLLIN | EPOLLRDHUP;
 	if ((may_send && e->sent < len && !e->write_failed) ||
 	    (!is_server && e->hdr_len < HEADER_LEN))
@@ -331,8 +398,13 @@ static void client_step(struct conn *k)
 		}
 		c->hdr_len += (unsigned int)n;
 	}
+	if (k->mode == CLIENT_SHUT_RD && !c->eof) {
+		shutdown(c->fd, SHUT_RD); /* reads 0 from now on: its EOF */
+		c->eof = true;
+		c->end_ns = now_ns();
+	}
 	if (!c->eof)
-		end_read(k, c, k->down_len);
+		end_read(k, c, k->down_len, UINT64_MAX);
 	send_now = k->mode != HALF_SERVER || c->eof;
 	if (send_now && !c->write_failed)
 		end_write(k, c, k->up_len);
@@ -370,10 +442,20 @@ static void server_step(struct conn *k)
 
 	if (s->done)
 		return;
-	if (!s->eof) {
+	if (!s->eof && now_ns() >= k->s_resume_ns) {
+		uint64_t max = k->slow ? SLOW_READ : UINT64_MAX;
+
+		if (k->stall_at && s->recvd < k->stall_at && max > k->stall_at - s->recvd)
+			max = k->stall_at - s->recvd;
 		/* server-reset reads its first cut bytes, then resets with the rest unread. */
 		if (s->recvd < limit)
-			end_read(k, s, k->mode == CLIENT_KILL ? k->cut : k->up_len);
+			end_read(k, s, k->mode == CLIENT_KILL ? k->cut : k->up_len, max);
+		if (k->stall_at && s->recvd >= k->stall_at) {
+			k->stall_at = 0;
+			k->s_resume_ns = now_ns() + STALL_NS;
+		} else if (k->slow) {
+			k->s_resume_ns = now_ns() + SLOW_READ_NS;
+		}
 	}
 	if (k->mode == SERVER_RESET && s->recvd >= k->cut) {
 		struct linger lg = {.l_onoff = 1, .l_linger = 0};
@@ -385,7 +467,8 @@ static void server_step(struct conn *k)
 	}
 	if ((k->mode != HALF_CLIENT || s->eof) && !s->write_failed)
 		end_write(k, s, k->down_len);
-	if (k->mode == HALF_SERVER && s->sent == k->down_len && !s->shut) {
+	if ((k->mode == HALF_SERVER || k->mode == SERVER_HALF_FIRST) && s->sent == k->down_len &&
+	    !s->shut) {
 		shutdown(s->fd, SHUT_WR);
 		s->shut = true;
 	}
@@ -416,24 +499,54 @@ static void end_init(struct end *e, uint64_t tx_seed, uint64_t rx_seed)
 	stream_init(&e->rx, rx_seed);
 }
 
+/* A mode by the weights, among those --modes allows. */
+static enum mode draw_mode(void)
+{
+	unsigned int total = 0, w, m;
+
+	for (m = 0; m < N_MODES; m++)
+		total += opt.modes & (1u << m) ? mode_weights[m] : 0;
+	w = (unsigned int)(rnd() % total);
+	for (m = 0; m < N_MODES; m++) {
+		if (!(opt.modes & (1u << m)))
+			continue;
+		if (w < mode_weights[m])
+			break;
+		w -= mode_weights[m];
+	}
+	return (enum mode)m;
+}
+
 static void conn_plan(struct conn *k, uint32_t id)
 {
-	unsigned int w = (unsigned int)(rnd() % 1000), m = 0, acc = mode_weights[0];
+	enum mode m = draw_mode();
 	uint64_t seed = opt.seed * 1000003u + id * 2u;
 
-	while (w >= acc && m + 1 < N_MODES)
-		acc += mode_weights[++m];
 	memset(k, 0, sizeof(*k));
+	k->rng = seed * 0x9e3779b97f4a7c15ULL | 1;
 	k->id = id;
-	k->mode = (enum mode)m;
-	k->up_len = rnd_size(opt.max_size);
-	k->down_len = rnd_size(opt.max_size);
-	k->cut = k->up_len ? rnd() % (k->up_len + 1) : 0;
+	k->mode = m;
+	k->up_len = rnd_size(k, opt.max_size);
+	k->down_len = k->mode == CLIENT_SHUT_RD ? 0 : rnd_size(k, opt.max_size);
+	k->cut = k->up_len ? krnd(k) % (k->up_len + 1) : 0;
+	k->sndbuf = sndbufs[krnd(k) % (sizeof(sndbufs) / sizeof(sndbufs[0]))];
+	k->pausy = !(krnd(k) % 4);
+	k->slow = !(krnd(k) % 8) && k->up_len <= (4 << 20); /* at 8 MB/s: half a second */
+	k->stall_at = !(krnd(k) % 8) && k->up_len ? 1 + krnd(k) % k->up_len : 0;
+	k->stalls = k->stall_at;
 	end_init(&k->c, seed, seed + 1);
 	end_init(&k->s, seed + 1, seed);
 	uint32_t hdr[2] = {MAGIC, id};
 
 	memcpy(k->c.hdr, hdr, HEADER_LEN);
+}
+
+/* SO_SNDBUFFORCE as root, else SO_SNDBUF (capped by wmem_max); 0 leaves the default. */
+static void set_sndbuf(int fd, int size)
+{
+	if (fd >= 0 && size &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
 /* client-kill: a child sends the header and cut bytes with blocking writes, then dies. */
@@ -455,11 +568,12 @@ static void start_killed_client(struct conn *k)
 	/* Copies of the other connections' sockets would hold them open after their close. */
 	syscall(SYS_close_range, 3u, ~0u, 0u);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	set_sndbuf(fd, k->sndbuf);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&relay, sizeof(relay)) ||
 	    send(fd, k->c.hdr, HEADER_LEN, MSG_NOSIGNAL) != HEADER_LEN)
 		_exit(3);
 	while (k->c.sent < k->cut) {
-		chunk = write_size();
+		chunk = write_size(k);
 		if (chunk > k->cut - k->c.sent)
 			chunk = (size_t)(k->cut - k->c.sent);
 		stream_fill(&k->c.tx, out, chunk);
@@ -484,6 +598,7 @@ static bool start_conn(struct conn *k)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		die("socket");
+	set_sndbuf(fd, k->sndbuf);
 	if (connect(fd, (struct sockaddr *)&relay, sizeof(relay)) && errno != EINPROGRESS) {
 		close(fd);
 		if (errno == EAGAIN) /* the relay's backlog is full: later */
@@ -545,7 +660,13 @@ static void read_header(unsigned int i)
 	memcpy(hdr, pending_buf[i], HEADER_LEN);
 	if (hdr[0] != MAGIC || hdr[1] >= opt.count || conns[hdr[1]].s.fd >= 0 ||
 	    conns[hdr[1]].s.done) {
-		fprintf(stderr, "vsm-soak: a relayed connection has a bad header\n");
+		fprintf(stderr,
+			"vsm-soak: a relayed connection has a bad header: %08x %u (magic %08x)\n",
+			hdr[0], hdr[1], MAGIC);
+		if (hdr[1] < opt.count)
+			fprintf(stderr, "  conn %u: %s s.fd=%d s.done=%d finished=%d c.done=%d\n",
+				hdr[1], mode_names[conns[hdr[1]].mode], conns[hdr[1]].s.fd,
+				conns[hdr[1]].s.done, conns[hdr[1]].finished, conns[hdr[1]].c.done);
 		exit(1);
 	}
 	k = &conns[hdr[1]];
@@ -598,6 +719,27 @@ static void reap_children(void)
 			}
 }
 
+/* "a,b": those modes; "-a,-b": all but those. 0 (then usage) on an unknown name. */
+static unsigned int parse_modes(const char *list)
+{
+	unsigned int set = list[0] == '-' ? (1u << N_MODES) - 1 : 0, m;
+	char *copy = strdup(list), *save = NULL, *name;
+
+	for (name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		bool minus = name[0] == '-';
+
+		for (m = 0; m < N_MODES && strcmp(name + minus, mode_names[m]); m++)
+			;
+		if (m == N_MODES) {
+			fprintf(stderr, "vsm-soak: --modes: unknown mode \"%s\"\n", name);
+			exit(2);
+		}
+		set = minus ? set & ~(1u << m) : set | (1u << m);
+	}
+	free(copy);
+	return set;
+}
+
 static void usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
@@ -608,7 +750,11 @@ static void usage(int rc)
 		"  --seed S           random seed (1)\n"
 		"  --end-bound-ms MS  a kill or reset must be seen within MS (3000)\n"
 		"  --stall SEC        a connection without progress for SEC fails (60)\n"
-		"  --timeout SEC      give up after SEC (1800)\n");
+		"  --timeout SEC      give up after SEC (1800)\n"
+		"  --hup-pid PID      send PID (the daemon) SIGHUP, a reload, every --hup-ms or so\n"
+		"  --hup-ms MS        (500)\n"
+		"  --only ID          run connection ID alone (a replay of a failed one)\n"
+		"  --modes A,B,...    draw only these endings (all); -A,-B: all but these\n");
 	exit(rc);
 }
 
@@ -624,6 +770,10 @@ static void parse_args(int argc, char **argv)
 	    {"end-bound-ms", required_argument, NULL, 'e'},
 	    {"stall", required_argument, NULL, 'S'},
 	    {"timeout", required_argument, NULL, 't'},
+	    {"hup-pid", required_argument, NULL, 'H'},
+	    {"hup-ms", required_argument, NULL, 'M'},
+	    {"only", required_argument, NULL, 'o'},
+	    {"modes", required_argument, NULL, 'x'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -658,6 +808,19 @@ static void parse_args(int argc, char **argv)
 		case 't':
 			opt.timeout_s = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'H':
+			opt.hup_pid = (pid_t)strtol(optarg, NULL, 0);
+			break;
+		case 'M':
+			opt.hup_ms = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'o':
+			opt.only = strtol(optarg, NULL, 0);
+			break;
+		case 'x':
+			opt.modes = parse_modes(optarg);
+			opt.modes_text = optarg;
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -666,7 +829,8 @@ static void parse_args(int argc, char **argv)
 		}
 	}
 	if (!opt.connect || !opt.listen || strncmp(opt.connect, "unix:", 5) || !opt.count ||
-	    !opt.live || opt.live > 2000 || optind != argc)
+	    !opt.live || opt.live > 2000 || optind != argc || !opt.hup_ms || !opt.modes ||
+	    opt.only >= (long)opt.count)
 		usage(2);
 	if (strlen(opt.connect + 5) >= sizeof(relay.sun_path))
 		usage(2);
@@ -680,8 +844,9 @@ int main(int argc, char **argv)
 	struct epoll_event evs[256];
 	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
 	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
-			       reset_ms = 0;
-	unsigned int mismatched = 0;
+			       reset_ms = 0, next_hup = 0;
+	unsigned int mismatched = 0, hups = 0, first_live = 0;
+	bool waiting = false;
 	int n, j;
 
 	parse_args(argc, argv);
@@ -703,12 +868,20 @@ int main(int argc, char **argv)
 	for (;;) {
 		uint64_t now;
 
-		while (live < opt.live && next < opt.count && start_conn(&conns[next])) {
+		while (live < opt.live && next < opt.count) {
+			if (opt.only >= 0 && next != opt.only) {
+				conns[next].finished = conns[next].ok = true; /* not run */
+				next++;
+				continue;
+			}
+			if (!start_conn(&conns[next]))
+				break;
 			next++;
 			if (++live > max_live)
 				max_live = live;
 		}
-		n = epoll_wait(ep, evs, 256, 100);
+		/* A pausing client or a paced server is stepped from here, every millisecond. */
+		n = epoll_wait(ep, evs, 256, waiting ? 1 : 100);
 		if (n < 0 && errno != EINTR)
 			die("epoll_wait");
 		for (j = 0; j < n; j++) {
@@ -732,6 +905,37 @@ int main(int argc, char **argv)
 		}
 		reap_children();
 		now = now_ns();
+		while (first_live < next && conns[first_live].finished)
+			first_live++;
+		waiting = false;
+		for (i = first_live; i < next; i++) {
+			struct conn *k = &conns[i];
+
+			if (k->finished)
+				continue;
+			if (k->c_resume_ns && !k->c.done) {
+				if (now >= k->c_resume_ns) {
+					k->c_resume_ns = 0;
+					client_step(k);
+				} else {
+					waiting = true;
+				}
+			}
+			if (k->s_resume_ns && k->s.fd >= 0 && !k->s.done) {
+				if (now >= k->s_resume_ns) {
+					k->s_resume_ns = 0;
+					server_step(k);
+				} else {
+					waiting = true;
+				}
+			}
+			finish(k, &live);
+		}
+		if (opt.hup_pid && now >= next_hup) {
+			if (next_hup && !kill(opt.hup_pid, SIGHUP))
+				hups++;
+			next_hup = now + (opt.hup_ms / 2 + rnd() % opt.hup_ms) * NSEC_PER_MS;
+		}
 		/* Once a second: the kills reaped above, stalls, and connections that ended. */
 		if (now - last_sweep > 1000000000ull) {
 			last_sweep = now;
@@ -740,7 +944,9 @@ int main(int argc, char **argv)
 
 				if (k->finished)
 					continue;
-				if (now - k->last_ns > opt.stall_s * 1000000000ull) {
+				/* Steps above may have made progress after now was taken. */
+				if (now > k->last_ns &&
+				    now - k->last_ns > opt.stall_s * 1000000000ull) {
 					fail(k, "stalled");
 					close_end(&k->c);
 					close_end(&k->s);
@@ -760,13 +966,17 @@ int main(int argc, char **argv)
 		struct conn *k = &conns[i];
 		uint64_t t = end_delay_ms(k);
 
+		if (opt.only >= 0 && i != opt.only) {
+			n_ok++; /* not run */
+			continue;
+		}
 		if (!k->finished)
 			fail(k, "never finished");
 		counts[k->mode][k->ok]++;
 		n_ok += k->ok;
 		up += k->s.recvd;
 		down += k->c.recvd;
-		if (k->mode <= HALF_SERVER) {
+		if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET) {
 			lost +=
 			    (k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len)) +
 			    (k->down_len - (k->c.recvd < k->down_len ? k->c.recvd : k->down_len));
@@ -781,17 +991,22 @@ int main(int argc, char **argv)
 			reset_ms = t;
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
-			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64 ": %s\n",
+			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
+			       " sndbuf=%d%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
+			       "--max-size %" PRIu64 "%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
-			       k->why);
+			       k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
+			       k->stalls ? " stalling-server" : "", k->why, opt.seed, opt.count,
+			       opt.max_size, opt.modes_text ? " --modes " : "",
+			       opt.modes_text ? opt.modes_text : "", i);
 	}
 	for (i = 0; i < N_MODES; i++)
 		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
 	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
-	       " secs=%.1f\n",
+	       " hups=%u secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
-	       reset_ms, (double)(now_ns() - t0) / 1e9);
+	       reset_ms, hups, (double)(now_ns() - t0) / 1e9);
 	return n_ok == opt.count ? 0 : 1;
 }

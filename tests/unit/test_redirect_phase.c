@@ -150,6 +150,13 @@ static void test_lives_of_a_direction(void **state)
 	assert_int_equal(DIR_WALK(DIR_SYNC, DIR_INSERT_FAILED, DIR_FINISHED), DIR_DONE);
 	/* A unix server's shutdown() while the kernel carries. */
 	assert_int_equal(DIR_WALK(DIR_SYNC, DIR_INSERTED, DIR_TARGET_UNHASHED), DIR_COPY);
+	/* A unix client's shutdown(SHUT_RD): the backlog first, then the daemon carries. */
+	assert_int_equal(DIR_WALK(DIR_OPEN, DIR_SOURCE_UNHASHED, DIR_BACKLOG_SENT, DIR_FINISHED),
+			 DIR_DONE);
+	/* ... or its EOF comes first: the drain takes the rest. */
+	assert_int_equal(DIR_WALK(DIR_OPEN, DIR_SOURCE_UNHASHED, DIR_SOURCE_ENDED), DIR_DRAINING);
+	/* Only the kernel's way can lose its source. */
+	assert_int_equal(DIR_WALK(DIR_SYNC, DIR_SOURCE_UNHASHED), -EINVAL);
 	/* EOF in the middle of a catch-up drains what the verdict held. */
 	assert_int_equal(DIR_WALK(DIR_OPEN, DIR_LEFT_BEHIND, DIR_SWEPT, DIR_SOURCE_ENDED),
 			 DIR_DRAINING);

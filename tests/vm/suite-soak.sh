@@ -3,8 +3,10 @@
 #
 # suite-soak.sh - many connections through vsockmapd to real vsock, every byte checked
 # (tests/tools/vsm-soak.c): random sizes from 0 to SOAK_MAX_SIZE each way, at most SOAK_LIVE
-# at once, and every way of ending (client or server first, half-close each way, a client
-# killed with SIGKILL, a server reset). Then the daemon must have no redirect left and its
+# at once, every way of ending (client or server first, half-close each way, a client
+# killed with SIGKILL, a server reset, a client that shuts down reading, a server that
+# half-closes first), send buffers from 4 KiB to 32 MiB, pausing clients, slow and stalling
+# servers, and a SIGHUP (a reload) to the daemon every half second or so. Then the daemon must have no redirect left and its
 # log no error. Last, a slow reader in each direction for SOAK_SLOW_SECONDS, with kernel
 # memory sampled every second. Runs in the VM as /suite.sh; `make soak` (full) and `make check` (QUICK)
 # pass the profile in /usr/lib/vmtest/soak.env:
@@ -14,6 +16,7 @@
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 SOAK_COUNT=10000 SOAK_LIVE=500 SOAK_MAX_SIZE=8388608 SOAK_SEED=1 SOAK_SLOW_SECONDS=60
+SOAK_MODES= # every ending (vsm-soak --modes)
 # A killed client's or reset server's other end must see EOF or an error within this long
 # of the later of the kill and its last byte: the daemon's drain-timeout (10 s), the longest
 # it waits for the kernel before passing an end on. Under the VM's full load (500 live
@@ -47,7 +50,8 @@ slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 vmtest_log "soak: $SOAK_COUNT connections, at most $SOAK_LIVE live, up to $SOAK_MAX_SIZE bytes each way"
 vsm-soak --connect "unix:$D/soak.sock" --listen vsock:7000 --count "$SOAK_COUNT" \
 	--live "$SOAK_LIVE" --max-size "$SOAK_MAX_SIZE" --seed "$SOAK_SEED" \
-	--end-bound-ms "$SOAK_END_BOUND_MS" >"$D/soak.out" 2>&1
+	--end-bound-ms "$SOAK_END_BOUND_MS" ${SOAK_MODES:+--modes "$SOAK_MODES"} \
+	--hup-pid "$daemon" >"$D/soak.out" 2>&1
 rc=$?
 n_failed=$(grep -c '^conn ' "$D/soak.out")
 [ "$n_failed" -gt 100 ] && vmtest_log "  (the first 100 of $n_failed failed connections)"

@@ -480,6 +480,15 @@ void dataplane_remove_source(struct dataplane *dp, uint64_t cookie)
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie);
 }
 
+bool dataplane_source_mapped(struct dataplane *dp, uint64_t cookie)
+{
+	uint64_t value;
+
+	/* Any other error says nothing: as mapped. */
+	return bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.sockets), &cookie, &value) == 0 ||
+	       errno != ENOENT;
+}
+
 void dataplane_remove_destination(struct dataplane *dp, uint64_t cookie)
 {
 	bpf_map_delete_elem(bpf_map__fd(dp->skel->maps.egress), &cookie);

@@ -100,6 +100,8 @@ int dataplane_add_source(struct dataplane *dp, uint64_t cookie, int fd);
 int dataplane_add_destination(struct dataplane *dp, uint64_t cookie, int fd);
 /* Take a source out of the verdict's sockhash again; its link stays. */
 void dataplane_remove_source(struct dataplane *dp, uint64_t cookie);
+/* The source socket cookie is in the map: true, or false once the kernel took it out. */
+bool dataplane_source_mapped(struct dataplane *dp, uint64_t cookie);
 /* Take a destination out of egress. */
 void dataplane_remove_destination(struct dataplane *dp, uint64_t cookie);
 /* Drop the link of a source. */

@@ -76,6 +76,8 @@ void redirect_request_close(struct redirect *r);
  * r may be freed then.
  */
 bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec);
+/* A kernel-path client whose socket left the sockhash is carried by the daemon from now. */
+void redirect_check_source_mapped(struct redirect *r);
 
 struct redirect *redirect_find(struct daemon *d, uint64_t id);
 struct redirect *redirect_next(struct redirect *r);

@@ -145,7 +145,8 @@ int redirect_update_io(struct redirect *r)
 			    !dir_pending(out) && !out->sync_held_back &&
 			    !(r->phase == PHASE_SETTLING && source_never_mapped(r, i)))
 				ev |= EPOLLIN | EPOLLRDHUP;
-			if (out->state == DIR_OPEN || out->state == DIR_SWEEP)
+			if (out->state == DIR_OPEN || out->state == DIR_SWEEP ||
+			    out->state == DIR_UNHASHED)
 				ev |= EPOLLRDHUP;
 			if (dir_pending(in) && now_usec() >= in->retry_usec)
 				ev |= EPOLLOUT;
@@ -155,7 +156,8 @@ int redirect_update_io(struct redirect *r)
 		 * the way from it: a killed client's EPIPE can come before its HUP is seen, and
 		 * only that HUP starts the drain that passes its end on to the target.
 		 */
-		if ((r->ep[i].hup && out->state != DIR_OPEN && out->state != DIR_SWEEP) ||
+		if ((r->ep[i].hup && out->state != DIR_OPEN && out->state != DIR_SWEEP &&
+		     out->state != DIR_UNHASHED) ||
 		    (r->phase == PHASE_CONNECTING && !ev)) {
 			if (r->ep[i].watched)
 				epoll_ctl(events->epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);

@@ -183,6 +183,7 @@ void dir_check_left_behind(struct redirect *r, int src); /* DIR_OPEN */
 void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */
 void dir_catchup(struct redirect *r, int src);		 /* DIR_CATCHUP */
 void dir_drain(struct redirect *r, int src);		 /* DIR_DRAINING */
+void dir_unhashed(struct redirect *r, int src);		 /* DIR_UNHASHED */
 
 /* ---- redirect_inject.c ---- */
 

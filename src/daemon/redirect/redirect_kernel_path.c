@@ -531,3 +531,38 @@ void dir_drain(struct redirect *r, int src)
 		     src == CLIENT ? "client->target" : "target->client",
 		     now_usec() - dir->drain_started_usec);
 }
+
+/*
+ * A unix client that shuts down reading takes our socket out of the sockhash:
+ * unix_shutdown() unhashes the peer for SHUT_RD as for SHUT_WR. The verdict runs no more,
+ * and no event says so: what the client sends from then on waits in the socket's own queue,
+ * and a client that sends more than its send buffer before its close waits for good. A
+ * mapped source in DIR_OPEN has nothing in its own queue but a skb on its way to the
+ * verdict, and bytes left behind at the insert (their own watch); so bytes there, and the
+ * cookie gone from the map, mean the kernel let go of it (docs/kernel-notes.md, "A unix
+ * client that shuts down reading"). Asked of every redirect once a second (source_watch.c).
+ */
+void redirect_check_source_mapped(struct redirect *r)
+{
+	struct direction *dir = &r->dir[CLIENT];
+	struct endpoint *ep = &r->ep[CLIENT];
+
+	if (r->userspace || dir->state != DIR_OPEN || !ep->in_map || dir->left_behind ||
+	    socket_inq(ep->fd) <= 0 || dataplane_source_mapped(r->d->dp, ep->cookie))
+		return;
+	redirect_log(r, LOG_INFO,
+		     "the client's socket left the sockhash (it shut down reading); the daemon "
+		     "carries client->target once the kernel has sent what it redirected");
+	ep->in_map = false;
+	dir_enter(r, CLIENT, DIR_SOURCE_UNHASHED);
+	redirect_step(r);
+}
+
+/* DIR_UNHASHED: the kernel's backlog toward the target first, then the daemon's copy. */
+void dir_unhashed(struct redirect *r, int src)
+{
+	if (!dir_drained(r, src))
+		return;
+	r->dir[src].drain_started_usec = 0; /* the EOF's drain starts its own clock */
+	dir_enter(r, src, DIR_BACKLOG_SENT);
+}

@@ -78,6 +78,14 @@ static const unsigned char dir_table[NR_DIR_STATES][NR_DIR_EVENTS] = {
 	    [DIR_LEFT_BEHIND] = TO(DIR_SWEEP),
 	    [DIR_SOURCE_ENDED] = TO(DIR_DRAINING),
 	    [DIR_TARGET_UNHASHED] = TO(DIR_COPY),
+	    [DIR_SOURCE_UNHASHED] = TO(DIR_UNHASHED),
+	    [DIR_DEST_GONE] = TO(DIR_DONE),
+	},
+    /* The daemon takes the source over once the kernel has sent what it redirected. */
+    [DIR_UNHASHED] =
+	{
+	    [DIR_BACKLOG_SENT] = TO(DIR_COPY),
+	    [DIR_SOURCE_ENDED] = TO(DIR_DRAINING),
 	    [DIR_DEST_GONE] = TO(DIR_DONE),
 	},
     [DIR_SWEEP] =
@@ -151,8 +159,8 @@ const char *dir_state_name(enum dir_state s)
 {
 	static const char *const names[NR_DIR_STATES] = {
 	    [DIR_SYNC] = "sync",	[DIR_OPEN] = "open",	     [DIR_SWEEP] = "sweep",
-	    [DIR_CATCHUP] = "catch-up", [DIR_DRAINING] = "draining", [DIR_COPY] = "copy",
-	    [DIR_DONE] = "done",
+	    [DIR_CATCHUP] = "catch-up", [DIR_DRAINING] = "draining", [DIR_UNHASHED] = "unhashed",
+	    [DIR_COPY] = "copy",	[DIR_DONE] = "done",
 	};
 
 	return (unsigned int)s < NR_DIR_STATES ? names[s] : "?";
@@ -168,6 +176,8 @@ const char *dir_event_name(enum dir_event ev)
 	    [DIR_CAUGHT_UP] = "caught up",
 	    [DIR_SOURCE_ENDED] = "source ended",
 	    [DIR_TARGET_UNHASHED] = "target unhashed",
+	    [DIR_SOURCE_UNHASHED] = "source unhashed",
+	    [DIR_BACKLOG_SENT] = "backlog sent",
 	    [DIR_FINISHED] = "finished",
 	    [DIR_DEST_GONE] = "destination gone",
 	};

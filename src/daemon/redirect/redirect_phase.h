@@ -17,6 +17,8 @@
  *   SYNC --inserted--> OPEN --left behind--> SWEEP --swept--> CATCHUP --caught up--> OPEN
  *   SYNC, OPEN, CATCHUP --source ended--> DRAINING --finished--> DONE
  *   SYNC --insert failed--> COPY;  SYNC, OPEN --target unhashed--> COPY --finished--> DONE
+ *   OPEN --source unhashed--> UNHASHED --backlog sent--> COPY;  UNHASHED --source ended-->
+ *   DRAINING
  *   any but DONE --destination gone--> DONE
  *
  * COPY is never left for the kernel again: once the daemon has read a source, a verdict
@@ -54,6 +56,7 @@ enum dir_state {
 	DIR_SWEEP,    /* gate closed: take what was left behind at the insert (dir_sweep()) */
 	DIR_CATCHUP,  /* gate closed: forward what the verdict held, then open it */
 	DIR_DRAINING, /* the source hit EOF: wait for the kernel backlog, then shut down */
+	DIR_UNHASHED, /* the source left the map: wait for the kernel backlog, then carry it */
 	DIR_COPY,     /* the daemon carries this direction for good (see link_pair()) */
 	DIR_DONE,
 	NR_DIR_STATES,
@@ -67,6 +70,8 @@ enum dir_event {
 	DIR_CAUGHT_UP,	     /* every held byte is written on and the gate is open again */
 	DIR_SOURCE_ENDED,    /* EOF or an error on the source, or its reading shut down */
 	DIR_TARGET_UNHASHED, /* a unix server's shutdown() took the target out of the map */
+	DIR_SOURCE_UNHASHED, /* a unix client's shutdown() took its socket out of the map */
+	DIR_BACKLOG_SENT,    /* what the kernel redirected before that has left */
 	DIR_FINISHED,	     /* the last byte is written on and the half-close passed */
 	DIR_DEST_GONE,	     /* nothing more can be sent to the destination */
 	NR_DIR_EVENTS,

@@ -91,7 +91,8 @@ static uint32_t endpoint_events(struct redirect *r, int i)
 	uint32_t need = EPOLLHUP | EPOLLERR;
 	struct pollfd pfd = {.fd = ep->fd, .events = POLLRDHUP};
 
-	if (r->dir[i].state == DIR_OPEN || (i == TARGET && watch_unhash(r)))
+	if (r->dir[i].state == DIR_OPEN || r->dir[i].state == DIR_UNHASHED ||
+	    (i == TARGET && watch_unhash(r)))
 		need |= EPOLLRDHUP;
 	if (r->batch_fresh && ep->watched && !(need & ~(ep->events | EPOLLHUP | EPOLLERR))) {
 		if ((ep->events & EPOLLRDHUP) && !(ep->revents & (EPOLLRDHUP | EPOLLHUP)))
@@ -117,7 +118,8 @@ static void poll_endpoint(struct redirect *r, int i)
 		if (r->dir[1 - i].state != DIR_DONE)
 			dir_enter(r, 1 - i, DIR_DEST_GONE);
 	}
-	if ((ev & (POLLRDHUP | POLLHUP | POLLERR)) && r->dir[i].state == DIR_OPEN)
+	if ((ev & (POLLRDHUP | POLLHUP | POLLERR)) &&
+	    (r->dir[i].state == DIR_OPEN || r->dir[i].state == DIR_UNHASHED))
 		dir_enter(r, i, DIR_SOURCE_ENDED);
 	/*
 	 * A unix server's shutdown() unhashed the target from the egress map (see link_pair()),
@@ -134,7 +136,8 @@ static void poll_endpoint(struct redirect *r, int i)
 static bool dir_busy(const struct direction *dir)
 {
 	return dir->state == DIR_SYNC || dir->state == DIR_SWEEP || dir->state == DIR_CATCHUP ||
-	       dir->state == DIR_DRAINING || dir->state == DIR_COPY || dir_pending(dir);
+	       dir->state == DIR_DRAINING || dir->state == DIR_UNHASHED ||
+	       dir->state == DIR_COPY || dir_pending(dir);
 }
 
 static void log_closed(struct redirect *r)
@@ -182,6 +185,8 @@ void redirect_step(struct redirect *r)
 			dir_sweep(r, i);
 		if (r->dir[i].state == DIR_CATCHUP)
 			dir_catchup(r, i);
+		if (r->dir[i].state == DIR_UNHASHED)
+			dir_unhashed(r, i);
 		if (r->dir[i].state == DIR_DRAINING)
 			dir_drain(r, i);
 		if (r->dir[i].state == DIR_COPY)
@@ -198,6 +203,7 @@ void redirect_step(struct redirect *r)
 		uint64_t t = 0;
 
 		if (r->dir[i].state == DIR_DRAINING || r->dir[i].state == DIR_SWEEP ||
+		    r->dir[i].state == DIR_UNHASHED ||
 		    (r->dir[i].state == DIR_SYNC && r->dir[i].sync_held_back))
 			t = now + DRAIN_POLL_USEC;
 		else if (r->dir[i].state == DIR_CATCHUP && r->dir[i].held_in_flight)
