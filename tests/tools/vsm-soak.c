@@ -15,7 +15,8 @@
  *   half-server    the server sends, shuts down writing; the client answers after EOF
  *   client-kill    a forked client sends part of its bytes and is killed with SIGKILL
  *   server-reset   the server resets the connection (SO_LINGER 0) part-way
- *   client-shut-rd the client shuts down reading at once, sends, then closes
+ *   client-shut-rd the client shuts down reading at once, sends, then closes; the server
+ *                  sends too, and none of it may reach the client
  *   server-half-first  the server sends and shuts down writing at once, while the client
  *                  sends; the client closes once it has everything
  *
@@ -338,6 +339,13 @@ static void finish(struct conn *k, unsigned int *live)
 		if (t > opt.end_bound_ms)
 			fail(k, "the client saw the reset too late");
 		break;
+	case CLIENT_SHUT_RD:
+		/* What the server sends cannot be delivered; its writes may fail at the close. */
+		if (k->s.recvd != k->up_len)
+			fail(k, "server: wrong number of bytes");
+		if (k->c.recvd)
+			fail(k, "client: bytes after its shutdown(SHUT_RD)");
+		break;
 	default:
 		if (k->s.recvd != k->up_len)
 			fail(k, "server: wrong number of bytes");
@@ -527,7 +535,8 @@ static void conn_plan(struct conn *k, uint32_t id)
 	k->id = id;
 	k->mode = m;
 	k->up_len = rnd_size(k, opt.max_size);
-	k->down_len = k->mode == CLIENT_SHUT_RD ? 0 : rnd_size(k, opt.max_size);
+	/* client-shut-rd: the server answers anyway; the daemon's writes to the client fail. */
+	k->down_len = rnd_size(k, opt.max_size);
 	k->cut = k->up_len ? krnd(k) % (k->up_len + 1) : 0;
 	k->sndbuf = sndbufs[krnd(k) % (sizeof(sndbufs) / sizeof(sndbufs[0]))];
 	k->pausy = !(krnd(k) % 4);
@@ -977,9 +986,10 @@ int main(int argc, char **argv)
 		up += k->s.recvd;
 		down += k->c.recvd;
 		if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET) {
-			lost +=
-			    (k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len)) +
-			    (k->down_len - (k->c.recvd < k->down_len ? k->c.recvd : k->down_len));
+			lost += k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len);
+			if (k->mode != CLIENT_SHUT_RD)
+				lost += k->down_len -
+					(k->c.recvd < k->down_len ? k->c.recvd : k->down_len);
 		} else if (k->mode == CLIENT_KILL && k->s.recvd < k->cut) {
 			lost += k->cut - k->s.recvd;
 		}

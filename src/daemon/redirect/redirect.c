@@ -528,6 +528,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 		return 0;
 	}
 	/* As the previous instance left it: settled (redirect_settle()), slot reserved. */
+	r->userspace = false; /* in the maps, whatever the section says now */
 	r->slot = slot;
 	r->has_slot = true;
 	r->linked = true;

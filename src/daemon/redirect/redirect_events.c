@@ -154,10 +154,12 @@ int redirect_update_io(struct redirect *r)
 		/*
 		 * An endpoint a write failed on (hup) is dropped, unless the kernel still carries
 		 * the way from it: a killed client's EPIPE can come before its HUP is seen, and
-		 * only that HUP starts the drain that passes its end on to the target.
+		 * only that HUP starts the drain that passes its end on to the target. Nor while
+		 * the daemon still reads it and epoll has said no HUP: a client that shut down
+		 * reading fails the daemon's writes with EPIPE and goes on sending.
 		 */
 		if ((r->ep[i].hup && out->state != DIR_OPEN && out->state != DIR_SWEEP &&
-		     out->state != DIR_UNHASHED) ||
+		     out->state != DIR_UNHASHED && (r->ep[i].broken || out->state == DIR_DONE)) ||
 		    (r->phase == PHASE_CONNECTING && !ev)) {
 			if (r->ep[i].watched)
 				epoll_ctl(events->epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);

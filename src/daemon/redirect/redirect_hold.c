@@ -16,7 +16,8 @@
  * stays charged to the client until the worker has sent it, and the worker sends only while
  * H's send buffer has room, so the client can have no more than its own send buffer in
  * flight, plus H's send buffer in R. H's peer is R, which is ours: nobody else can unhash it.
- * Made on the first gate close of a direction, kept until the redirect closes.
+ * Made when the gate of a direction closes, closed once the catch-up is done (or with the
+ * redirect): two descriptors only while the daemon forwards.
  */
 #include <errno.h>
 #include <sys/socket.h>
@@ -58,14 +59,15 @@ int dir_hold_open(struct redirect *r, int src)
 void dir_hold_close(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
+	__u64 ours;
 
 	if (!dir_holding(dir))
 		return;
-	/*
-	 * The gate keeps the cookie: its sockets close with the redirect, and a slot's gate is
-	 * cleared when it is taken again; a pair handed over gets a fresh gate cookie from the
-	 * next instance (redirect_adopt()).
-	 */
+	/* Unless a next instance named its own (a pair handed over: redirect_adopt()). */
+	ours = dir->hold_cookie;
+	if (r->has_slot)
+		__atomic_compare_exchange_n(&dataplane_gate(r->d->dp, r->slot, src)->hold_cookie,
+					    &ours, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	dataplane_remove_destination(r->d->dp, dir->hold_cookie);
 	safe_close(dir->hold_peer);
 	safe_close(dir->hold_fd);

@@ -53,6 +53,7 @@ struct endpoint {
 	bool watched;		/* registered there */
 	bool in_map;
 	bool hup;	/* closed or broken: nothing more can be sent to it */
+	bool broken;	/* epoll said HUP or ERR: it would say so at every wait */
 	bool shut_seen; /* its peer shut down writing: that never changes back */
 	unsigned int unshut_batch; /* epoll said in this batch: not shut down (peer_shut_down()) */
 };
@@ -87,12 +88,12 @@ struct direction {
 	int inject_peer;	  /* Y: in the sockhash, linked to the target */
 	uint64_t inject_cookie;	  /* Y's */
 	uint64_t inject_bytes;	  /* written into it (the kernel counts them as its own) */
-	bool inject_error_logged; /* an injector that could not be opened was logged */
 	/* Where the verdict puts what it holds while the gate is closed (redirect_hold.c) */
-	int hold_fd;		/* R: the daemon reads the held bytes here; -1: no hold socket */
-	int hold_peer;		/* H: in egress, the gate's hold_cookie */
-	uint64_t hold_cookie;	/* H's */
-	bool hold_error_logged; /* a hold socket that could not be made was logged */
+	int hold_fd;		  /* R: the daemon reads the held bytes here; -1: no hold socket */
+	int hold_peer;		  /* H: in egress, the gate's hold_cookie */
+	uint64_t hold_cookie;	  /* H's */
+	bool inject_error_logged; /* an injector that could not be opened was logged */
+	bool hold_error_logged;	  /* a hold socket that could not be made was logged */
 	bool insert_error_logged; /* an insert that failed while injecting was logged */
 };
 
@@ -206,7 +207,7 @@ static inline bool dir_holding(const struct direction *dir)
 }
 /* Make the hold socket of direction src and name it in its gate. 0 or -errno. */
 int dir_hold_open(struct redirect *r, int src);
-/* Close it, with the redirect: what it held has been read. */
+/* Close it and take it out of the gate: what it held has been read. */
 void dir_hold_close(struct redirect *r, int src);
 /* Read held bytes from it: bytes read, -EINPROGRESS (none yet), or -errno. */
 ssize_t dir_hold_read(struct redirect *r, int src, void *buf, size_t len);

@@ -466,8 +466,17 @@ void dir_catchup(struct redirect *r, int src)
 		dir->gate_usec = now_usec();
 		return;
 	}
-	if (now_usec() - dir->gate_usec >= GATE_VERDICT_GRACE_USEC)
+	if (now_usec() - dir->gate_usec >= GATE_VERDICT_GRACE_USEC) {
+		/*
+		 * Every held byte is read and the gate has been open for the grace period: the
+		 * verdict redirects again, and holds only if the target leaves the map, which the
+		 * daemon then takes from the socket itself (DIR_TARGET_UNHASHED). Kept open, the
+		 * hold socket took those bytes where DIR_COPY does not read, and cost two
+		 * descriptors for the redirect's whole life.
+		 */
+		dir_hold_close(r, src);
 		dir_enter(r, src, DIR_CAUGHT_UP);
+	}
 }
 
 /*
@@ -554,15 +563,35 @@ void redirect_check_source_mapped(struct redirect *r)
 		     "the client's socket left the sockhash (it shut down reading); the daemon "
 		     "carries client->target once the kernel has sent what it redirected");
 	ep->in_map = false;
+	/* The verdict ran last before now: a pass made from here on has seen all it queued. */
+	dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
 	dir_enter(r, CLIENT, DIR_SOURCE_UNHASHED);
 	redirect_step(r);
 }
 
-/* DIR_UNHASHED: the kernel's backlog toward the target first, then the daemon's copy. */
+/*
+ * DIR_UNHASHED: the kernel's backlog toward the target first, then the daemon's copy. With an
+ * exact signal the wait has no deadline: a slow reader is flow control, and a write of the
+ * daemon's before the backlog is out would overtake it. Without one, as at an EOF
+ * (dir_drained()).
+ */
 void dir_unhashed(struct redirect *r, int src)
 {
-	if (!dir_drained(r, src))
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	struct vsockmap_queue_info qi;
+	int err;
+
+	if (!dst->hup && dataplane_exact_drain(dataplane_features(r->d->dp))) {
+		err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch,
+					   loop_tick(r), &qi);
+		if (err && err != -ENOENT)
+			return; /* out of descriptors or memory for the pass: the next tick */
+		if (!err && (qi.backlog_skbs || qi.partial_bytes))
+			return;
+	} else if (!dir_drained(r, src)) {
 		return;
-	r->dir[src].drain_started_usec = 0; /* the EOF's drain starts its own clock */
+	}
+	dir->drain_started_usec = 0; /* the EOF's drain starts its own clock */
 	dir_enter(r, src, DIR_BACKLOG_SENT);
 }

@@ -113,7 +113,7 @@ static void poll_endpoint(struct redirect *r, int i)
 	if (ev & (POLLHUP | POLLERR)) {
 		/* Broken or fully closed: nothing more goes to it; finish the other way, then
 		 * close. */
-		r->ep[i].hup = true;
+		r->ep[i].hup = r->ep[i].broken = true;
 		redirect_enter(r, REDIRECT_PEER_GONE);
 		if (r->dir[1 - i].state != DIR_DONE)
 			dir_enter(r, 1 - i, DIR_DEST_GONE);
