@@ -43,7 +43,8 @@ fi
 params=$(mktemp)
 trap 'rm -f "$params"' EXIT
 {
-	printf 'E2E_TAIL=%s\nE2E_TAIL_RUNS=%s\n' "${E2E_TAIL:-64M}" "$runs"
+	printf 'E2E_TAIL=%s\nE2E_TAIL_RUNS=%s\nE2E_TAIL_ONLY=%s\n' "${E2E_TAIL:-64M}" "$runs" \
+		"${E2E_TAIL_ONLY:-}"
 	printf 'REPEAT_ARGS="%s"\n' "$*"
 } >"$params"
 # About 10 s a case in the VM (six a round): budget 30 s, and 5 minutes on top.

@@ -587,14 +587,17 @@ scenario_late_insert_tail() {
 	fi
 }
 
-# e2e_run_late_insert_tail [ARGS]: the forced cases above, E2E_TAIL_RUNS times each (1).
+# e2e_run_late_insert_tail [ARGS]: the forced cases above, E2E_TAIL_RUNS times each (1);
+# E2E_TAIL_ONLY=half: only those that end in a half-close.
 e2e_run_late_insert_tail() {
 	_lr=0
 	while [ $_lr -lt "${E2E_TAIL_RUNS:-1}" ]; do
 		_lr=$((_lr + 1))
-		scenario_late_insert_tail 8M "$@"
-		scenario_late_insert_tail 32M "$@"
-		scenario_late_insert_tail 32M stop "$@"
+		if [ "${E2E_TAIL_ONLY:-}" != half ]; then
+			scenario_late_insert_tail 8M "$@"
+			scenario_late_insert_tail 32M "$@"
+			scenario_late_insert_tail 32M stop "$@"
+		fi
 		scenario_late_insert_tail 8M half "$@"
 		scenario_late_insert_tail 32M half "$@"
 		scenario_late_insert_tail 32M half stop "$@"
