@@ -539,21 +539,50 @@ scenario_late_insert_tail() {
 	_lt_stop_ticks=600
 	_lt_queued=$((${_lt_sndbuf%M} * 3 * 1048576 / 8))
 	E2E_LOG_LEVEL=${E2E_LOG_LEVEL:-debug} VSOCKMAPD_TEST_INSERT_QUEUED=$_lt_queued e2e_start_daemon "$@" || return 1
-	if [ -n "$_lt_half" ]; then
-		start_server "$_lt_name" "$(peer_addr 0)" --sink --reply 1M --count 1 --expect "$_lt_size" --timeout 300
-		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --after shutdown --expect-reply 1M --timeout 300
-	else
-		start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
-		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
-	fi
-	_lt_crc=$?
 	STOP_RC=0
 	STOP_TICKS=0
-	if [ -n "$_lt_stop" ]; then
+	if [ -n "$_lt_half" ] && [ -n "$_lt_stop" ]; then
+		# SIGTERM the moment the client has written its last byte, before its shutdown():
+		# the daemon stops while it still holds or sweeps the tail. The upload must arrive
+		# whole, then EOF; the reply the server sends after the stop may be cut (a stop
+		# delivers what either side sent before it).
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --reply 1M --count 1 --expect "$_lt_size" --timeout 300
+		rm -f "$E2E_DIR/$_lt_name.mark"
+		vsm-peer client "unix:$E2E_DIR/stream.sock" --timeout 300 --send "$_lt_size" \
+			--sndbuf "$_lt_sndbuf" --after shutdown --expect-reply 1M \
+			--mark-after "$_lt_size" --mark-file "$E2E_DIR/$_lt_name.mark" \
+			>"$E2E_DIR/$_lt_name.client" 2>&1 &
+		_lt_cpid=$!
+		while [ ! -e "$E2E_DIR/$_lt_name.mark" ] && kill -0 "$_lt_cpid" 2>/dev/null; do
+			sleep 0.01
+		done
+		term_daemon "$E2E_DAEMON" "$_lt_stop_ticks"
+		wait "$_lt_cpid"
+		_lt_crc=$?
+		wait "$SERVER_PID"
+		_lt_src=$?
+		if grep -q "^server conn=1 bytes=$((${_lt_size%M} * 1048576)) .*verify=ok" \
+			"$E2E_DIR/$_lt_name.server"; then
+			_lt_crc=0 _lt_src=0
+		fi
+	elif [ -n "$_lt_half" ]; then
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --reply 1M --count 1 --expect "$_lt_size" --timeout 300
+		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --after shutdown --expect-reply 1M --timeout 300
+		_lt_crc=$?
+		wait "$SERVER_PID"
+		_lt_src=$?
+		e2e_stop_daemon
+	elif [ -n "$_lt_stop" ]; then
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
+		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
+		_lt_crc=$?
 		term_daemon "$E2E_DAEMON" "$_lt_stop_ticks"
 		wait "$SERVER_PID"
 		_lt_src=$?
 	else
+		start_server "$_lt_name" "$(peer_addr 0)" --sink --count 1 --expect "$_lt_size" --timeout 300
+		client "$_lt_name" --send "$_lt_size" --sndbuf "$_lt_sndbuf" --timeout 300
+		_lt_crc=$?
 		wait "$SERVER_PID"
 		_lt_src=$?
 		e2e_stop_daemon
@@ -581,6 +610,8 @@ scenario_late_insert_tail() {
 		_lt_how="$_lt_left bytes left behind at the insert"
 		_lt_end="a close"
 		[ -z "$_lt_half" ] || _lt_end="a shutdown(SHUT_WR), then a 1 MiB reply"
+		[ -z "$_lt_half" ] || [ -z "$_lt_stop" ] ||
+			_lt_end="a shutdown(SHUT_WR) just after a SIGTERM at its last write (the reply may be cut)"
 		[ -z "$_lt_at_once" ] ||
 			_lt_how="the client queued $_lt_queued bytes before the insert; this kernel passed them to the verdict at the insert (${_lt_left:-0} still queued after it)"
 		vmtest_pass "$_lt_name" "$_lt_how, then $_lt_size at full speed and $_lt_end${_lt_stop:+, SIGTERM at once (exit after $((STOP_TICKS / 10)).$((STOP_TICKS % 10)) s)}: all verified, clean EOF"

@@ -4,28 +4,33 @@
 # The soak on the host: vsm-soak (tests/tools/vsm-soak.c) through one daemon, unix to unix,
 # many connections at once, each with its own ending (client or server first, half-close
 # either way, a client killed, a server reset, a client that shuts down reading, a server
-# that half-closes first), its own send buffer (4 KiB to 32 MiB), a client that pauses
-# and a server that reads slowly or stalls, while the daemon is sent SIGHUP (a reload)
-# every half second or so. Every byte is checked. Each run draws a new seed (SOAK_SEED
-# fixes it); a failure prints the seed and a replay line.
+# that half-closes first, a redirect the daemon is asked to close ("close ID"), one that
+# waits for the daemon's idle-timeout), its own send buffer (4 KiB to 32 MiB), a client
+# that pauses and a server that reads slowly or stalls, while the daemon is sent SIGHUP (a
+# reload) every half second or so. Every byte is checked, and each end against the table
+# in docs/behaviour-matrix.md. Each run draws a new seed (SOAK_SEED fixes it); a failure
+# prints the seed and a replay line.
 #
-#   soak-kernel  datapath=kernel, the insert held back 2 ms (VSOCKMAPD_TEST_INSERT_DELAY_US):
-#                most clients leave bytes behind, so sweeps, the hold socket and catch-ups
-#                run all the time
-#   soak-auto    the default: a unix target runs in user space (unhash_probe.c)
+#   soak-kernel       datapath=kernel, the insert held back 2 ms
+#                     (VSOCKMAPD_TEST_INSERT_DELAY_US): most clients leave bytes behind, so
+#                     sweeps, the hold socket and catch-ups run all the time
+#   soak-auto         the default: a unix target runs in user space (unhash_probe.c)
+#   soak-*-stop       the same, with a SIGTERM once 250 connections have started: every
+#                     one live then must end as the stop promises, and the daemon exit 0
 #
 # Left out of soak-kernel: server-half-first. A unix server's shutdown() takes our target out
 # of the sockhash and frees what the kernel holds for it, while the client still sends: that
 # is why a unix target runs in user space unless datapath=kernel, which soak-kernel asks for
 # (docs/kernel-notes.md, "A unix target whose server shuts down"); soak-auto runs it.
 
-# soak_case NAME DAEMON_LINES MODES COUNT [ENV=VALUE...]: one daemon, one vsm-soak run.
+# soak_case NAME DAEMON_LINES MODES COUNT [ENV=VALUE...]: one daemon, one vsm-soak run;
+# a NAME that ends in -stop stops the daemon part-way.
 soak_case() {
-	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late
+	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0
 	shift 4
 	dir=$(mktemp -d "/tmp/vsockmap-$name.XXXXXX")
 	seed=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
-	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\n%b\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\nidle-timeout = 3\n%b\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
 		"$dir" "$lines" "$dir" "$dir" >"$dir/c.conf"
 	env "$@" vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
 	local pid=$!
@@ -35,16 +40,26 @@ soak_case() {
 		rm -rf "$dir"
 		return
 	fi
+	[[ $name != *-stop ]] || stop=(--term-pid "$pid" --term-after 250)
 	vsm-soak --connect "unix:$dir/in.sock" --listen "unix:$dir/srv.sock" --count "$count" \
 		--live 50 --max-size 4194304 --seed "$seed" --hup-pid "$pid" --stall 30 \
-		--timeout 240 ${modes:+--modes "$modes"} >"$dir/soak.out" 2>&1
+		--timeout 240 --ctl "$dir/ctl.sock" --idle-ms 3000 "${stop[@]}" \
+		${modes:+--modes "$modes"} >"$dir/soak.out" 2>&1
 	rc=$?
-	late=$(vsockmapctl -s "$dir/ctl.sock" stats --prometheus |
-		sed -n 's/^vsockmap_late_inserts_total //p')
-	kill "$pid" 2>/dev/null
-	wait "$pid"
+	if ((${#stop[@]})); then
+		late="none read (stopped)"
+		wait "$pid"
+		drc=$?
+	else
+		late=$(vsockmapctl -s "$dir/ctl.sock" stats --prometheus |
+			sed -n 's/^vsockmap_late_inserts_total //p')
+		kill "$pid" 2>/dev/null
+		wait "$pid"
+	fi
 	summary=$(grep '^soak ' "$dir/soak.out")
-	if [[ $lines == *kernel* && ${late:-0} -eq 0 ]]; then
+	if ((drc != 0)); then
+		vmtest_fail "$name" "seed $seed: the daemon exited $drc after the stop: $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ') | $summary"
+	elif [[ $lines == *kernel* && ${late:-0} == 0 ]]; then
 		vmtest_fail "$name" "seed $seed: no client left bytes behind at its insert: the sweep and the hold socket were not tested | $summary"
 	elif [ $rc -eq 0 ] && [ -n "$summary" ]; then
 		vmtest_pass "$name" "seed $seed: $summary late_inserts=${late:-?}"
@@ -55,7 +70,10 @@ soak_case() {
 }
 
 host_soak_cases() {
-	soak_case soak-kernel 'datapath = kernel' -server-half-first \
+	soak_case soak-kernel 'datapath = kernel' -server-half-first,-half-server \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto '' '' "${SOAK_COUNT:-400}"
+	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first,-half-server 400 \
+		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
+	soak_case soak-auto-stop '' '' 400
 }

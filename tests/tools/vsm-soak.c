@@ -7,7 +7,7 @@
  * This one process plays both ends. Its clients connect to the relay's listen socket (the
  * --connect address); the relay dials this process's listener (--listen) for each of them.
  * Every connection gets random sizes for both directions (0 to --max-size, log-uniform),
- * random write sizes, and one of eight ways to end:
+ * random write sizes, and one of ten ways to end:
  *
  *   client-first   both sides send; the client closes once it has everything
  *   server-first   both sides send; the server closes once it has everything
@@ -19,6 +19,18 @@
  *                  sends too, and none of it may reach the client
  *   server-half-first  the server sends and shuts down writing at once, while the client
  *                  sends; the client closes once it has everything
+ *   daemon-close   (with --ctl) both sides send and neither closes; once the client has sent
+ *                  its cut, the daemon is asked to "close ID" (the client connects from a
+ *                  forked child, so its pid names the redirect in "list")
+ *   idle           (with --idle-ms) both sides send everything, then wait: the daemon's
+ *                  idle-timeout must close the redirect
+ *
+ * With --term-pid, the daemon is sent SIGTERM (a stop) once --term-after connections have
+ * started; no more start, and every connection live at that moment ends as a daemon-close.
+ * The ends each side must see are in docs/behaviour-matrix.md; in short, after a close, an
+ * idle timeout or a stop, each direction delivers a correct prefix of what its sender wrote:
+ * at least all it wrote before the close was asked, at most all its writes accepted; then
+ * EOF, never an error.
  *
  * And, drawn apart from the ending, ways to behave meanwhile: a client send buffer from 4 KiB
  * to 32 MiB (SO_SNDBUFFORCE), a client that pauses up to 60 ms after some writes, a server
@@ -42,6 +54,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/vm_sockets.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -77,13 +90,15 @@ enum mode {
 	SERVER_RESET,
 	CLIENT_SHUT_RD,
 	SERVER_HALF_FIRST,
+	DAEMON_CLOSE,
+	IDLE,
 };
-#define N_MODES 8
+#define N_MODES 10
 static const char *const mode_names[N_MODES] = {
-    "client-first", "server-first",   "half-client",   "half-server",
-    "client-kill",  "server-reset",   "client-shut-rd", "server-half-first"};
-/* Per mille of connections for each mode, in enum order. */
-static const unsigned int mode_weights[N_MODES] = {250, 150, 150, 150, 50, 50, 100, 100};
+    "client-first",   "server-first",	   "half-client",  "half-server", "client-kill",
+    "server-reset",   "client-shut-rd", "server-half-first", "daemon-close", "idle"};
+/* How often each mode is drawn, relative to the others, in enum order. */
+static const unsigned int mode_weights[N_MODES] = {250, 150, 150, 150, 50, 50, 100, 100, 60, 30};
 /* The client's send buffers, drawn per connection (0: the system's default). */
 static const int sndbufs[] = {0, 4096, 65536, 1 << 20, 8 << 20, 32 << 20};
 #define SLOW_READ    (16 * 1024) /* a slow server reads this much ... */
@@ -98,8 +113,10 @@ struct end {
 	uint64_t mismatch;    /* offset of the first wrong byte, UINT64_MAX if none */
 	bool shut, eof, done;
 	bool failed_io;	   /* a read or a write failed */
+	bool read_failed;  /* a read failed: an error, not an EOF */
 	bool write_failed; /* writing failed: stop writing, go on reading to EOF */
 	uint64_t data_ns;  /* the last byte received */
+	uint64_t tx_ns;	   /* the last byte sent */
 	uint64_t end_ns;   /* EOF or a read error */
 	uint8_t hdr[HEADER_LEN];
 	unsigned int hdr_len; /* client: header bytes sent */
@@ -123,6 +140,11 @@ struct conn {
 	bool stalls;	       /* it was planned to (stall_at is 0 once it has) */
 	uint64_t c_resume_ns;  /* the client writes again from then */
 	uint64_t s_resume_ns;  /* the server reads again from then */
+	bool hit;	       /* a close by the daemon was asked (close ID, or the stop) */
+	pid_t connector;       /* daemon-close: the child that connected, until the close */
+	bool close_failed;     /* daemon-close: the redirect was not found; ends as client-first */
+	uint64_t hit_c_sent;   /* what each side had sent when it was asked */
+	uint64_t hit_s_sent;
 };
 
 static struct {
@@ -133,6 +155,10 @@ static struct {
 	pid_t hup_pid;
 	unsigned int hup_ms;
 	long only; /* -1: every connection */
+	const char *ctl;   /* the daemon's control socket: daemon-close */
+	unsigned int idle_ms; /* the daemon's idle-timeout: idle */
+	pid_t term_pid;
+	unsigned int term_after;
 	unsigned int modes; /* bit per enum mode: the ones drawn */
 	const char *modes_text;
 } opt = {.modes = (1u << N_MODES) - 1,
@@ -245,7 +271,7 @@ static bool end_read(struct conn *k, struct end *e, uint64_t limit, uint64_t max
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return true;
-			e->failed_io = true;
+			e->failed_io = e->read_failed = true;
 		}
 		if (n <= 0) {
 			e->eof = true;
@@ -296,7 +322,7 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 			stream_fill(&e->tx, out, (size_t)n);
 		}
 		e->sent += (uint64_t)n;
-		k->last_ns = now_ns();
+		e->tx_ns = k->last_ns = now_ns();
 		/* A client that pauses: about one write in eight is followed by 1 to 60 ms. */
 		if (e == &k->c && k->pausy && !(krnd(k) % 8)) {
 			k->c_resume_ns = k->last_ns + (1 + krnd(k) % 60) * NSEC_PER_MS;
@@ -318,6 +344,56 @@ static uint64_t end_delay_ms(const struct conn *k)
 	return from && e->end_ns > from ? (e->end_ns - from) / NSEC_PER_MS : 0;
 }
 
+static uint64_t close_window; /* bytes written during a close that did not arrive */
+static uint64_t hit_lost;     /* bytes owed by a close that did not arrive */
+static unsigned int closes;    /* "close ID" answered */
+
+/*
+ * A connection the daemon closed (close ID, the stop; docs/behaviour-matrix.md):
+ * - up: every byte the client's writes handed over arrives (the daemon shuts the client's
+ *   side for reading first, so a later write fails with EPIPE), then EOF; a killed client's
+ *   bytes are the child's, cut at most; a server that resets reads what it reads;
+ * - down: at least what the server had written when the close was asked, at most all it
+ *   wrote (the target's side is not shut for reading: vsock would drop what is queued), then
+ *   EOF; the server reads an error only if some of its bytes were not delivered (a unix
+ *   target closed with bytes unread resets its peer: the honest end);
+ * - a client that shut down reading gets nothing; one the daemon never accepted before a
+ *   stop gets nothing and an error or EOF.
+ */
+static void finish_hit(struct conn *k)
+{
+	uint64_t up_hi = k->mode == CLIENT_KILL ? k->cut : k->c.sent;
+
+	if (!k->connected) {
+		if (k->c.recvd)
+			fail(k, "client: bytes on a connection no server end came for");
+		return;
+	}
+	if (k->mode == SERVER_RESET || k->mode == CLIENT_KILL
+		    ? k->s.recvd > up_hi
+		    : k->s.recvd != up_hi) {
+		fail(k, "server: not every byte the client's writes handed over, or more");
+		hit_lost += k->s.recvd < up_hi ? up_hi - k->s.recvd : 0;
+	}
+	if (k->mode == CLIENT_SHUT_RD) {
+		if (k->c.recvd)
+			fail(k, "client: bytes after its shutdown(SHUT_RD)");
+		return;
+	}
+	/* A killed client reads nothing; a reset ends the down stream its own way. */
+	if (k->mode == SERVER_RESET || k->mode == CLIENT_KILL)
+		return;
+	if (k->c.recvd < k->hit_s_sent || k->c.recvd > k->s.sent) {
+		fail(k, "client: not every byte the server wrote before the close, or more than it wrote");
+		hit_lost += k->c.recvd < k->hit_s_sent ? k->hit_s_sent - k->c.recvd : 0;
+	} else
+		close_window += k->s.sent - k->c.recvd;
+	if (k->c.read_failed)
+		fail(k, "client: an error instead of EOF after the daemon's close");
+	if (k->s.read_failed && k->c.recvd == k->s.sent)
+		fail(k, "server: an error after the daemon's close, though every byte it wrote arrived");
+}
+
 static void finish(struct conn *k, unsigned int *live)
 {
 	uint64_t t;
@@ -326,6 +402,10 @@ static void finish(struct conn *k, unsigned int *live)
 		return;
 	k->finished = true;
 	(*live)--;
+	if (k->hit) {
+		finish_hit(k);
+		goto verify;
+	}
 	switch (k->mode) {
 	case CLIENT_KILL:
 		if (k->s.recvd != k->cut)
@@ -353,7 +433,16 @@ static void finish(struct conn *k, unsigned int *live)
 			fail(k, "client: wrong number of bytes");
 		if (k->c.failed_io || k->s.failed_io)
 			fail(k, "an I/O error on a connection that should end cleanly");
+		/*
+		 * idle: the daemon ended it, and not before idle-timeout after the last write
+		 * (it moves each byte after its write, and a slow reader may take it later).
+		 */
+		t = k->c.tx_ns > k->s.tx_ns ? k->c.tx_ns : k->s.tx_ns;
+		if (k->mode == IDLE && k->c.end_ns < (t ? t : k->start_ns) +
+							 opt.idle_ms * NSEC_PER_MS * 9 / 10)
+			fail(k, "idle: closed before idle-timeout");
 	}
+verify:
 	if (k->c.mismatch != UINT64_MAX || k->s.mismatch != UINT64_MAX)
 		fail(k, "wrong bytes");
 	k->ok = !k->why;
@@ -425,8 +514,14 @@ static void client_step(struct conn *k)
 		c->shut = true;
 	}
 	switch (k->mode) {
-	case CLIENT_FIRST:
-		if (c->sent == k->up_len && c->recvd >= k->down_len)
+	case DAEMON_CLOSE: /* as client-first when the close could not be asked */
+		if (k->close_failed && !k->hit ? c->sent == k->up_len && c->recvd >= k->down_len
+				    : c->eof && (c->sent == k->up_len || c->write_failed))
+			close_end(c);
+		break;
+	case CLIENT_FIRST: /* or at an early EOF: a close by the daemon, or a loss to report */
+		if ((c->sent == k->up_len && c->recvd >= k->down_len) ||
+		    (c->eof && (c->sent == k->up_len || c->write_failed)))
 			close_end(c);
 		break;
 	case HALF_SERVER:
@@ -481,8 +576,9 @@ static void server_step(struct conn *k)
 		s->shut = true;
 	}
 	switch (k->mode) {
-	case SERVER_FIRST:
-		if (s->sent == k->down_len && s->recvd >= k->up_len)
+	case SERVER_FIRST: /* or at an early EOF, as client-first */
+		if ((s->sent == k->down_len && s->recvd >= k->up_len) ||
+		    (s->eof && (s->sent == k->down_len || s->write_failed)))
 			close_end(s);
 		break;
 	case CLIENT_KILL:
@@ -594,6 +690,125 @@ static void start_killed_client(struct conn *k)
 	_exit(5);
 }
 
+/*
+ * daemon-close: a forked child connects and hands the socket back, so that the redirect's
+ * client pid (SO_PEERCRED, taken at connect()) names this connection alone in "list".
+ */
+static int connect_from_child(struct conn *k)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {};
+	struct iovec iov = {.iov_base = &(char){0}, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *cm;
+	int sv[2], fd = -1;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		die("socketpair");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		set_sndbuf(fd, k->sndbuf);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&relay, sizeof(relay)))
+			_exit(3);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		_exit(sendmsg(sv[1], &msg, 0) == 1 ? 0 : 4);
+	}
+	close(sv[1]);
+	if (recvmsg(sv[0], &msg, MSG_CMSG_CLOEXEC) == 1 && (cm = CMSG_FIRSTHDR(&msg)) &&
+	    cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	close(sv[0]);
+	waitpid(pid, NULL, 0);
+	if (fd < 0) {
+		fprintf(stderr, "vsm-soak: conn %u: the connecting child failed\n", k->id);
+		exit(2);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	k->connector = pid;
+	return fd;
+}
+
+/* The id of the redirect whose client has this pid, from "vsockmapctl --json list"; -1. */
+static long redirect_of_pid(pid_t pid)
+{
+	static char out[4 << 20];
+	char cmd[PATH_MAX + 64], key[32], *obj, *next, *at;
+	size_t len = 0, n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "vsockmapctl -s '%s' --json list", opt.ctl);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (len < sizeof(out) - 1 && (n = fread(out + len, 1, sizeof(out) - 1 - len, p)) > 0)
+		len += n;
+	pclose(p);
+	out[len] = 0;
+	snprintf(key, sizeof(key), "\"pid\":%d,", (int)pid);
+	for (obj = strstr(out, "{\"id\":"); obj; obj = next) {
+		next = strstr(obj + 1, "{\"id\":");
+		at = strstr(obj, key);
+		if (at && (!next || at < next))
+			return strtol(obj + 6, NULL, 10);
+	}
+	return -1;
+}
+
+/* Mark k as closed by the daemon: what each side has sent by now must all arrive. */
+static void hit(struct conn *k)
+{
+	k->hit = true;
+	k->hit_c_sent = k->c.sent;
+	k->hit_s_sent = k->s.sent;
+}
+
+/* --term-pid has exited (or is a zombie): no dial can come from it any more. */
+static bool daemon_gone(void)
+{
+	char path[64], state = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)opt.term_pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 0;
+	fclose(f);
+	return state == 'Z' || state == 'X';
+}
+
+/* daemon-close: "close ID" once the client has sent its cut. */
+static void ask_close(struct conn *k)
+{
+	char cmd[PATH_MAX + 64];
+	long id = redirect_of_pid(k->connector);
+
+	k->connector = 0;
+	if (id < 0) {
+		k->close_failed = true;
+		fprintf(stderr, "vsm-soak: conn %u: its redirect is not in the list\n", k->id);
+		return;
+	}
+	hit(k);
+	snprintf(cmd, sizeof(cmd), "vsockmapctl -s '%s' close %ld >/dev/null 2>&1", opt.ctl, id);
+	if (system(cmd)) {
+		k->hit = false;
+		k->close_failed = true;
+		fprintf(stderr, "vsm-soak: conn %u: close %ld failed\n", k->id, id);
+		return;
+	}
+	closes++;
+}
+
 static bool start_conn(struct conn *k)
 {
 	int fd;
@@ -602,6 +817,12 @@ static bool start_conn(struct conn *k)
 	if (k->mode == CLIENT_KILL) {
 		start_killed_client(k);
 		k->started = true;
+		return true;
+	}
+	if (k->mode == DAEMON_CLOSE) {
+		k->c.fd = connect_from_child(k);
+		k->started = true;
+		watch(k->c.fd, k->id, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 		return true;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -763,7 +984,11 @@ static void usage(int rc)
 		"  --hup-pid PID      send PID (the daemon) SIGHUP, a reload, every --hup-ms or so\n"
 		"  --hup-ms MS        (500)\n"
 		"  --only ID          run connection ID alone (a replay of a failed one)\n"
-		"  --modes A,B,...    draw only these endings (all); -A,-B: all but these\n");
+		"  --modes A,B,...    draw only these endings (all); -A,-B: all but these\n"
+		"  --ctl PATH         the daemon's control socket: draws daemon-close\n"
+		"  --idle-ms MS       the daemon's idle-timeout: draws idle\n"
+		"  --term-pid PID     send PID (the daemon) SIGTERM once --term-after\n"
+		"  --term-after N     connections have started (a stop)\n");
 	exit(rc);
 }
 
@@ -783,6 +1008,10 @@ static void parse_args(int argc, char **argv)
 	    {"hup-ms", required_argument, NULL, 'M'},
 	    {"only", required_argument, NULL, 'o'},
 	    {"modes", required_argument, NULL, 'x'},
+	    {"ctl", required_argument, NULL, 'C'},
+	    {"idle-ms", required_argument, NULL, 'I'},
+	    {"term-pid", required_argument, NULL, 'T'},
+	    {"term-after", required_argument, NULL, 'A'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -830,6 +1059,18 @@ static void parse_args(int argc, char **argv)
 			opt.modes = parse_modes(optarg);
 			opt.modes_text = optarg;
 			break;
+		case 'C':
+			opt.ctl = optarg;
+			break;
+		case 'I':
+			opt.idle_ms = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'T':
+			opt.term_pid = (pid_t)strtol(optarg, NULL, 0);
+			break;
+		case 'A':
+			opt.term_after = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -843,6 +1084,20 @@ static void parse_args(int argc, char **argv)
 		usage(2);
 	if (strlen(opt.connect + 5) >= sizeof(relay.sun_path))
 		usage(2);
+	/* The modes that need the daemon's help are drawn only when it is given. */
+	if (!opt.modes_text) {
+		if (!opt.ctl)
+			opt.modes &= ~(1u << DAEMON_CLOSE);
+		if (!opt.idle_ms)
+			opt.modes &= ~(1u << IDLE);
+	}
+	if ((opt.modes & (1u << DAEMON_CLOSE) && !opt.ctl) ||
+	    (opt.modes & (1u << IDLE) && !opt.idle_ms) || !opt.modes ||
+	    (opt.term_after && !opt.term_pid)) {
+		fprintf(stderr, "vsm-soak: daemon-close needs --ctl, idle needs --idle-ms, "
+				"--term-after needs --term-pid\n");
+		exit(2);
+	}
 	relay.sun_family = AF_UNIX;
 	strcpy(relay.sun_path, opt.connect + 5);
 }
@@ -854,8 +1109,8 @@ int main(int argc, char **argv)
 	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
 	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
 			       reset_ms = 0, next_hup = 0;
-	unsigned int mismatched = 0, hups = 0, first_live = 0;
-	bool waiting = false;
+	unsigned int mismatched = 0, hups = 0, first_live = 0, stopped = 0, not_run = 0;
+	bool waiting = false, termed = false;
 	int n, j;
 
 	parse_args(argc, argv);
@@ -877,7 +1132,18 @@ int main(int argc, char **argv)
 	for (;;) {
 		uint64_t now;
 
-		while (live < opt.live && next < opt.count) {
+		if (opt.term_pid && !termed && next >= opt.term_after) {
+			/* The stop: every connection live now is closed by the daemon. */
+			for (i = first_live; i < next; i++)
+				if (!conns[i].finished && !conns[i].hit) {
+					hit(&conns[i]);
+					stopped++;
+				}
+			if (kill(opt.term_pid, SIGTERM))
+				die("kill --term-pid");
+			termed = true;
+		}
+		while (!termed && live < opt.live && next < opt.count) {
 			if (opt.only >= 0 && next != opt.only) {
 				conns[next].finished = conns[next].ok = true; /* not run */
 				next++;
@@ -922,6 +1188,12 @@ int main(int argc, char **argv)
 
 			if (k->finished)
 				continue;
+			if (k->mode == DAEMON_CLOSE && k->connector && !k->hit && k->connected &&
+			    !k->c.done && k->c.sent >= k->cut)
+				ask_close(k);
+			/* The stop came before the daemon dialled for it: no server end will come. */
+			if (termed && k->c.done && !k->connected && !k->s.done && daemon_gone())
+				k->s.done = true;
 			if (k->c_resume_ns && !k->c.done) {
 				if (now >= k->c_resume_ns) {
 					k->c_resume_ns = 0;
@@ -967,7 +1239,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "vsm-soak: timeout after %u s\n", opt.timeout_s);
 			break;
 		}
-		if (next == opt.count && !live)
+		if ((next == opt.count || termed) && !live)
 			break;
 	}
 
@@ -975,8 +1247,9 @@ int main(int argc, char **argv)
 		struct conn *k = &conns[i];
 		uint64_t t = end_delay_ms(k);
 
-		if (opt.only >= 0 && i != opt.only) {
+		if ((opt.only >= 0 && i != opt.only) || (termed && !k->started)) {
 			n_ok++; /* not run */
+			not_run += termed && !k->started;
 			continue;
 		}
 		if (!k->finished)
@@ -985,7 +1258,9 @@ int main(int argc, char **argv)
 		n_ok += k->ok;
 		up += k->s.recvd;
 		down += k->c.recvd;
-		if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET) {
+		if (k->hit) {
+			/* counted by finish_hit() in hit_lost */
+		} else if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET) {
 			lost += k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len);
 			if (k->mode != CLIENT_SHUT_RD)
 				lost += k->down_len -
@@ -1002,21 +1277,25 @@ int main(int argc, char **argv)
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
 			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
-			       " sndbuf=%d%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
+			       " sndbuf=%d%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
 			       "--max-size %" PRIu64 "%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
 			       k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
-			       k->stalls ? " stalling-server" : "", k->why, opt.seed, opt.count,
-			       opt.max_size, opt.modes_text ? " --modes " : "",
-			       opt.modes_text ? opt.modes_text : "", i);
+			       k->stalls ? " stalling-server" : "",
+			       k->hit ? (k->mode == DAEMON_CLOSE ? " closed" : " stopped") : "",
+			       k->why, opt.seed, opt.count, opt.max_size,
+			       opt.modes_text ? " --modes " : "", opt.modes_text ? opt.modes_text : "",
+			       i);
 	}
+	lost += hit_lost;
 	for (i = 0; i < N_MODES; i++)
 		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
 	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
-	       " hups=%u secs=%.1f\n",
+	       " hups=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64 " secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
-	       reset_ms, hups, (double)(now_ns() - t0) / 1e9);
+	       reset_ms, hups, closes, stopped, not_run, close_window,
+	       (double)(now_ns() - t0) / 1e9);
 	return n_ok == opt.count ? 0 : 1;
 }

@@ -6,9 +6,15 @@
 # at once, every way of ending (client or server first, half-close each way, a client
 # killed with SIGKILL, a server reset, a client that shuts down reading, a server that
 # half-closes first), send buffers from 4 KiB to 32 MiB, pausing clients, slow and stalling
-# servers, and a SIGHUP (a reload) to the daemon every half second or so. Then the daemon must have no redirect left and its
-# log no error. Last, a slow reader in each direction for SOAK_SLOW_SECONDS, with kernel
-# memory sampled every second. Runs in the VM as /suite.sh; `make soak` (full) and `make check` (QUICK)
+# servers, and a SIGHUP (a reload) to the daemon every half second or so. Then the daemon
+# must have no redirect left and its log no error. Not here yet: the "close ID" and
+# idle-timeout endings (vsm-soak --ctl, --idle-ms), which the host soak runs. Over vsock they
+# find a loss not yet fixed: after a close or an idle timeout, the kernel backlog toward a
+# slow vsock reader stops at a 256 KiB credit boundary and the drain gives up after
+# drain-timeout (docs/behaviour-matrix.md, "Open defects"). Last, a slow reader in each direction for SOAK_SLOW_SECONDS, with kernel
+# memory sampled every second. Last, a short soak stopped part-way (SIGTERM once two thirds
+# of its connections have started): each live one must end as the stop promises
+# (docs/behaviour-matrix.md), and the daemon exit 0. Runs in the VM as /suite.sh; `make soak` (full) and `make check` (QUICK)
 # pass the profile in /usr/lib/vmtest/soak.env:
 #
 #	tests/vm/run.sh tests/vm/suite-soak.sh --file ENV:/usr/lib/vmtest/soak.env
@@ -155,5 +161,19 @@ slow_run soak-slow-reader-unix down "--source $slow_bytes" \
 	"--send 0 --expect $slow_bytes --slow 10000 --read-size 16384" client \
 	"vsock->unix $slow_bytes B to a 1.6 MB/s reader"
 
-kill "$daemon"
+# ---- a stop in the middle of a soak ------------------------------------------------------
+stop_count=$((SOAK_COUNT / 4 < 300 ? SOAK_COUNT / 4 : 300))
+vsm-soak --connect "unix:$D/soak.sock" --listen vsock:7000 --count "$stop_count" \
+	--live "$SOAK_LIVE" --max-size "$SOAK_MAX_SIZE" --seed "$((SOAK_SEED + 1))" \
+	--end-bound-ms "$SOAK_END_BOUND_MS" ${SOAK_MODES:+--modes "$SOAK_MODES"} \
+	--hup-pid "$daemon" --term-pid "$daemon" --term-after "$((stop_count * 2 / 3))" >"$D/stop.out" 2>&1
+rc=$?
 wait "$daemon"
+drc=$?
+grep '^conn ' "$D/stop.out" | head -n 20 | while read -r line; do vmtest_log "  $line"; done
+summary=$(grep '^soak ' "$D/stop.out")
+if [ $rc -eq 0 ] && [ $drc -eq 0 ] && [ -n "$summary" ]; then
+	vmtest_pass soak-stop "seed $((SOAK_SEED + 1)): $summary; the daemon exited 0"
+else
+	vmtest_fail soak-stop "rc=$rc, daemon exit $drc: ${summary:-no summary line} | $(grep -v '^conn \|^mode \|^soak ' "$D/stop.out" | tail -n 3 | tr '\n' ' ')"
+fi
