@@ -42,6 +42,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/e2e/cmdline-scenarios.sh
 # shellcheck source=tests/host/cmdline-cases.sh
 . tests/host/cmdline-cases.sh
+# shellcheck source=tests/host/slow-reader-cases.sh
+. tests/host/slow-reader-cases.sh
 # shellcheck source=tests/host/soak-cases.sh
 . tests/host/soak-cases.sh
 
@@ -54,6 +56,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 	host_stop_cases
 	daemon_reload
 	cmdline_cases
+	host_slow_reader_cases
 	host_soak_cases
 } | sed -u 's/^VMTEST /  /'
 

@@ -70,10 +70,10 @@ soak_case() {
 }
 
 host_soak_cases() {
-	soak_case soak-kernel 'datapath = kernel' -server-half-first,-half-server \
+	soak_case soak-kernel 'datapath = kernel' -server-half-first \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto '' '' "${SOAK_COUNT:-400}"
-	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first,-half-server 400 \
+	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first 400 \
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto-stop '' '' 400
 }

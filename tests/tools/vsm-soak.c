@@ -54,7 +54,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <linux/vm_sockets.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -736,24 +735,61 @@ static int connect_from_child(struct conn *k)
 	return fd;
 }
 
-/* The id of the redirect whose client has this pid, from "vsockmapctl --json list"; -1. */
+/*
+ * One request on the daemon's control socket (docs/control-protocol.md), its answer line in
+ * ans. Blocking, but a round trip takes milliseconds; no process is spawned per close. 0 or
+ * -1 (the connection is dropped and made again next time).
+ */
+static int ctl_fd = -1;
+static char ans[16 << 20];
+
+static int ctl_call(const char *req)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_sec = 10};
+	size_t len = 0, off = 0;
+	ssize_t n;
+
+	if (ctl_fd < 0) {
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", opt.ctl);
+		ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (ctl_fd < 0)
+			return -1;
+		setsockopt(ctl_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (connect(ctl_fd, (struct sockaddr *)&sun, sizeof(sun)))
+			goto drop;
+	}
+	while (off < strlen(req)) {
+		n = send(ctl_fd, req + off, strlen(req) - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			goto drop;
+		off += (size_t)n;
+	}
+	while (!len || ans[len - 1] != '\n') {
+		if (len == sizeof(ans) - 1)
+			goto drop;
+		n = recv(ctl_fd, ans + len, sizeof(ans) - 1 - len, 0);
+		if (n <= 0)
+			goto drop;
+		len += (size_t)n;
+	}
+	ans[len] = 0;
+	return 0;
+drop:
+	close(ctl_fd);
+	ctl_fd = -1;
+	return -1;
+}
+
+/* The id of the redirect whose client has this pid, from "list"; -1. */
 static long redirect_of_pid(pid_t pid)
 {
-	static char out[4 << 20];
-	char cmd[PATH_MAX + 64], key[32], *obj, *next, *at;
-	size_t len = 0, n;
-	FILE *p;
+	char key[32], *obj, *next, *at;
 
-	snprintf(cmd, sizeof(cmd), "vsockmapctl -s '%s' --json list", opt.ctl);
-	p = popen(cmd, "r");
-	if (!p)
+	if (ctl_call("{\"command\":\"list\"}\n"))
 		return -1;
-	while (len < sizeof(out) - 1 && (n = fread(out + len, 1, sizeof(out) - 1 - len, p)) > 0)
-		len += n;
-	pclose(p);
-	out[len] = 0;
 	snprintf(key, sizeof(key), "\"pid\":%d,", (int)pid);
-	for (obj = strstr(out, "{\"id\":"); obj; obj = next) {
+	for (obj = strstr(ans, "{\"id\":"); obj; obj = next) {
 		next = strstr(obj + 1, "{\"id\":");
 		at = strstr(obj, key);
 		if (at && (!next || at < next))
@@ -789,24 +825,23 @@ static bool daemon_gone(void)
 /* daemon-close: "close ID" once the client has sent its cut. */
 static void ask_close(struct conn *k)
 {
-	char cmd[PATH_MAX + 64];
 	long id = redirect_of_pid(k->connector);
+	char req[64];
 
 	k->connector = 0;
-	if (id < 0) {
-		k->close_failed = true;
-		fprintf(stderr, "vsm-soak: conn %u: its redirect is not in the list\n", k->id);
-		return;
+	if (id >= 0) {
+		hit(k); /* before the request: what was sent by now must all arrive */
+		snprintf(req, sizeof(req), "{\"command\":\"close\",\"id\":%ld}\n", id);
+		if (!ctl_call(req) && strstr(ans, "\"ok\":true")) {
+			closes++;
+			return;
+		}
 	}
-	hit(k);
-	snprintf(cmd, sizeof(cmd), "vsockmapctl -s '%s' close %ld >/dev/null 2>&1", opt.ctl, id);
-	if (system(cmd)) {
-		k->hit = false;
-		k->close_failed = true;
-		fprintf(stderr, "vsm-soak: conn %u: close %ld failed\n", k->id, id);
-		return;
-	}
-	closes++;
+	fprintf(stderr, "vsm-soak: conn %u: %s\n", k->id,
+		id < 0 ? "its redirect is not in the list" : "close failed");
+	k->hit = false;
+	k->close_failed = true;
+	client_step(k); /* it ends as client-first now */
 }
 
 static bool start_conn(struct conn *k)
@@ -938,10 +973,11 @@ static int open_listener(const char *addr)
 
 static void reap_children(void)
 {
-	pid_t pid;
 	unsigned int i;
+	int status;
+	pid_t pid;
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
 		for (i = 0; i < opt.count; i++)
 			if (conns[i].child == pid) {
 				conns[i].cut_ns = now_ns();

@@ -301,6 +301,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 {
 	struct redirect_info info;
 	uint64_t moved;
+	int outq[2];
 
 	if (r->phase != PHASE_RUNNING && r->phase != PHASE_SETTLING)
 		return false;
@@ -309,6 +310,18 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 		return false;
 	redirect_get_info(r, &info, false);
 	moved = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
+	/*
+	 * Bytes move too while a slow reader takes what waits for it: in its own receive
+	 * queue (a unix peer; SIOCOUTQ on our socket counts it), or, on the kernel path, in
+	 * the psock backlog toward it, which the verdict counted long ago; held skbs count as
+	 * packets only. A change in any of them is movement; a backlog that stands still is
+	 * not.
+	 */
+	outq[0] = socket_outq(r->ep[CLIENT].fd);
+	outq[1] = socket_outq(r->ep[TARGET].fd);
+	moved += (uint64_t)(outq[0] > 0 ? outq[0] : 0) + ((uint64_t)(outq[1] > 0 ? outq[1] : 0) << 32);
+	if (r->has_slot && !r->userspace)
+		moved += redirect_kernel_activity(r);
 	if (moved != r->idle_bytes || !r->idle_since_usec) {
 		r->idle_bytes = moved;
 		r->idle_since_usec = now;

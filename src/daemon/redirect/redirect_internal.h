@@ -185,6 +185,9 @@ void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */
 void dir_catchup(struct redirect *r, int src);		 /* DIR_CATCHUP */
 void dir_drain(struct redirect *r, int src);		 /* DIR_DRAINING */
 void dir_unhashed(struct redirect *r, int src);		 /* DIR_UNHASHED */
+/* For the idle timeout: changes whenever the verdict runs or the kernel's backlog toward a
+ * reader changes (queue probe only). */
+uint64_t redirect_kernel_activity(struct redirect *r);
 
 /* ---- redirect_inject.c ---- */
 

@@ -151,6 +151,31 @@ static bool waits_for_target(struct redirect *r, int src)
 	return qi.backlog_skbs || qi.partial_bytes;
 }
 
+/* What the kernel still holds toward direction src's reader, as one number; 0 without the probe. */
+static uint64_t backlog_mark(struct redirect *r, int src)
+{
+	struct endpoint *dst = &r->ep[1 - src];
+	struct vsockmap_queue_info qi;
+
+	if (dataplane_features(r->d->dp)->drain != DRAIN_PROBE ||
+	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
+		return 0;
+	return ((uint64_t)qi.backlog_skbs << 32) + qi.partial_bytes;
+}
+
+/*
+ * For the idle timeout: a number that changes whenever the verdict runs either way
+ * (redirected or held: held bytes count as packets, not bytes) or the kernel's backlog
+ * toward a reader changes. The verdict counts a send at once, while the psock worker hands
+ * it to a slow reader only as that reader reads: the byte counters then stand still while
+ * bytes move. A backlog that stands still (a reader that stopped) is no movement.
+ */
+uint64_t redirect_kernel_activity(struct redirect *r)
+{
+	return verdict_runs(r, CLIENT) + verdict_runs(r, TARGET) + backlog_mark(r, CLIENT) +
+	       (backlog_mark(r, TARGET) << 1);
+}
+
 /*
  * Bytes left behind at the insert move on only when the client sends again, one skb per
  * send: each send queues a new skb and the verdict takes the oldest, so the queue length
