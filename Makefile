@@ -79,7 +79,7 @@ FUZZ_CFLAGS	:= -O1 -g $(FUZZ_SAN) $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude
 .DELETE_ON_ERROR:
 .PHONY: all deps check check-unit check-host check-sanitize check-vm check-systemd demo install \
 	clean format \
-	toolcheck tools unit-tests bench fuzz fuzz-build lint soak programs deb trace kernel-patched kernel-selftest
+	toolcheck tools unit-tests bench fuzz fuzz-build lint soak soak-host programs deb trace kernel-patched kernel-selftest
 
 all: toolcheck $(BINS) tools
 
@@ -222,6 +222,9 @@ kernel-selftest: all
 # Many connections through the daemon to real vsock in the VM; QUICK=1 is make check's profile.
 soak: deps all
 	$(Q)QUICK=$(QUICK) tests/vm/soak.sh
+
+soak-host: all
+	$(Q)tests/host/soak.sh
 
 # cppcheck and clang-tidy (scripts/lint.sh, .clang-tidy); clang-tidy reads the skeleton.
 lint: toolcheck $(SKEL)

@@ -15,6 +15,9 @@
 #                     (VSOCKMAPD_TEST_INSERT_DELAY_US): most clients leave bytes behind, so
 #                     sweeps, the hold socket and catch-ups run all the time
 #   soak-auto         the default: a unix target runs in user space (unhash_probe.c)
+#   soak-permanent    as soak-kernel with fastpath=permanent: the verdict counts nothing,
+#                     so stalls are judged by queue lengths alone (no idle ending: it needs
+#                     the counters)
 #   soak-*-stop       the same, with a SIGTERM once 250 connections have started: every
 #                     one live then must end as the stop promises, and the daemon exit 0
 #
@@ -27,11 +30,14 @@
 # a NAME that ends in -stop stops the daemon part-way.
 soak_case() {
 	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0
+	local idle=(--idle-ms 3000) idle_line='idle-timeout = 3\n'
+	# fastpath=permanent drops the byte counters the idle timeout needs: no idle ending.
+	[[ $lines != *permanent* ]] || { idle=(); idle_line=; }
 	shift 4
 	dir=$(mktemp -d "/tmp/vsockmap-$name.XXXXXX")
 	seed=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
-	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\nidle-timeout = 3\n%b\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$lines" "$dir" "$dir" >"$dir/c.conf"
+	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\n%b%b\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+		"$dir" "$idle_line" "$lines" "$dir" "$dir" >"$dir/c.conf"
 	env "$@" vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
 	local pid=$!
 	if ! wait_for_socket "$dir/ctl.sock" 10; then
@@ -43,7 +49,7 @@ soak_case() {
 	[[ $name != *-stop ]] || stop=(--term-pid "$pid" --term-after 250)
 	vsm-soak --connect "unix:$dir/in.sock" --listen "unix:$dir/srv.sock" --count "$count" \
 		--live 50 --max-size 4194304 --seed "$seed" --hup-pid "$pid" --stall 30 \
-		--timeout 240 --ctl "$dir/ctl.sock" --idle-ms 3000 "${stop[@]}" \
+		--timeout "${SOAK_TIMEOUT:-240}" --ctl "$dir/ctl.sock" "${idle[@]}" "${stop[@]}" \
 		${modes:+--modes "$modes"} >"$dir/soak.out" 2>&1
 	rc=$?
 	if ((${#stop[@]})); then
@@ -73,6 +79,8 @@ host_soak_cases() {
 	soak_case soak-kernel 'datapath = kernel' -server-half-first \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto '' '' "${SOAK_COUNT:-400}"
+	soak_case soak-permanent 'datapath = kernel\nfastpath = permanent' -server-half-first,-idle \
+		"${SOAK_COUNT:-400}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first 400 \
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto-stop '' '' 400
