@@ -926,8 +926,9 @@ static void read_header(unsigned int i)
 	if (hdr[0] != MAGIC || hdr[1] >= opt.count || conns[hdr[1]].s.fd >= 0 ||
 	    conns[hdr[1]].s.done) {
 		fprintf(stderr,
-			"vsm-soak: a relayed connection has a bad header: %08x %u (magic %08x)\n",
-			hdr[0], hdr[1], MAGIC);
+			"vsm-soak: seed %" PRIu64 ": a relayed connection has a bad header: %08x %u "
+			"(magic %08x)\n",
+			opt.seed, hdr[0], hdr[1], MAGIC);
 		if (hdr[1] < opt.count)
 			fprintf(stderr, "  conn %u: %s s.fd=%d s.done=%d finished=%d c.done=%d\n",
 				hdr[1], mode_names[conns[hdr[1]].mode], conns[hdr[1]].s.fd,
