@@ -136,7 +136,12 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	d->cfg = cfg;
 	log_set_level(d->cfg.daemon.log_level);
 	idle_sweep_update(d); /* logs its own failure; the old timer, if any, keeps going */
-	dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
+	/*
+	 * max-redirects: slot_left() (listener.c) reads d->cfg at each accept, on either path;
+	 * the kernel path's slot pool has its own copy. In user space there is no pool.
+	 */
+	if (d->dp)
+		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
 	for (i = 0; i < d->cfg.n_redirects; i++) {
 		if (next[i]) {
 			/* The limit and who may connect change in place: no socket is re-made. */

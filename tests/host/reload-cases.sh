@@ -126,3 +126,63 @@ daemon_reload() {
 	kill "$pid"
 	wait "$pid"
 }
+
+# On the user-space path (datapath=userspace: no BPF object, as on a 6.1 kernel or without
+# BPF rights) a reload must not touch the kernel path's state: SIGHUP and vsockmapctl reload
+# while 48 MiB flow, the daemon lives on, the bytes all arrive, and the reload's
+# max-redirects applies to the next clients (1 refuses a second one, 8 takes it again).
+rl_conf_userspace() { # MAX_REDIRECTS
+	printf '[daemon]\ncontrol = %s/ctl\nlog-level = info\ndatapath = userspace\nmax-redirects = %s\n' \
+		"$RL_DIR" "$1"
+	printf '\n[us]\nlisten  = UNIX-LISTEN:%s/us.sock\nconnect = UNIX-CONNECT:%s/srv-us.sock\n' \
+		"$RL_DIR" "$RL_DIR"
+}
+
+daemon_reload_userspace() {
+	local pid srv cli srv2 out refused alive
+	RL_DIR=$E2E_DIR/reload-userspace
+	mkdir -p "$RL_DIR"
+	rl_conf_userspace 8 >"$RL_DIR/r.conf"
+	vsockmapd -c "$RL_DIR/r.conf" 2>"$RL_DIR/daemon.log" &
+	pid=$!
+	if ! wait_for_socket "$RL_DIR/ctl" 10; then
+		vmtest_fail reload-userspace-start "vsockmapd did not come up: $(tail -n 2 "$RL_DIR/daemon.log")"
+		return
+	fi
+	# A slow reader keeps the transfer live across both reloads.
+	rl_server reload-userspace srv-us 48M --slow 3000
+	srv=$RL_PID
+	rl_client reload-userspace us 48M
+	cli=$RL_PID
+	sleep 0.3
+	rl_conf_userspace 1 >"$RL_DIR/r.conf"
+	kill -HUP "$pid"
+	for _ in $(seq 50); do
+		grep -q 'reloaded .*0 sections added, 0 removed, 1 unchanged' "$RL_DIR/daemon.log" && break
+		sleep 0.1
+	done
+	# max-redirects = 1 and one transfer live: the next client is refused.
+	refused=$(probe_closed "$RL_DIR/us.sock")
+	rl_conf_userspace 8 >"$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	alive=dead
+	kill -0 "$pid" 2>/dev/null && alive=alive
+	if [[ $alive == alive && $refused == closed ]] &&
+		grep -q 'refused a connection on .*: 1 redirects live, the max-redirects limit' "$RL_DIR/daemon.log" &&
+		grep -q '0 added, 0 removed, 1 unchanged' <<<"$out"; then
+		vmtest_pass reload-userspace-alive "SIGHUP and vsockmapctl reload mid-transfer: daemon alive; max-redirects=1 from the reload refused a second client; $out"
+	else
+		wait "$pid" 2>/dev/null
+		vmtest_fail reload-userspace-alive "daemon $alive (exit $?), second client at max-redirects=1: '$refused', reload: '$out'; $(tail -n 2 "$RL_DIR/daemon.log" | tr '\n' ' ')"
+	fi
+	# max-redirects = 8 again: a new connection beside the live transfer.
+	rl_server reload-userspace-new srv-us2 1M
+	srv2=$RL_PID
+	sed -i "s|srv-us.sock|srv-us2.sock|" "$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	rl_client reload-userspace-new us 1M
+	rl_check reload-userspace-new "a new connection after the reloads, re-pointed to another server, verified" "$srv2" "$RL_PID"
+	rl_check reload-userspace "48 MiB in user space across SIGHUP and vsockmapctl reload, verified" "$srv" "$cli"
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+}

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Host-kernel suite: the real daemon redirecting unix to unix on this machine's kernel (no
 # vsock here: that runs in the VM suite). Ends with "N passed, N failed".
+#   tests/host/run.sh [CASE_FUNCTION...]   only these groups, e.g. daemon_reload_userspace
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -47,18 +48,19 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 # shellcheck source=tests/host/soak-cases.sh
 . tests/host/soak-cases.sh
 
-{
-	e2e_run_common
-	fallback_cases
-	ctl_run_all
-	host_daemon_cases
-	host_access_cases
-	host_stop_cases
-	daemon_reload
-	cmdline_cases
-	host_slow_reader_cases
-	host_soak_cases
-} | sed -u 's/^VMTEST /  /'
+groups=("$@")
+((${#groups[@]})) || groups=(e2e_run_common fallback_cases ctl_run_all host_daemon_cases
+	host_access_cases host_stop_cases daemon_reload daemon_reload_userspace cmdline_cases
+	host_slow_reader_cases host_soak_cases)
+for g in "${groups[@]}"; do
+	if [[ $(type -t "$g") != function ]]; then
+		echo "tests/host/run.sh: no case group $g" >&2
+		exit 2
+	fi
+done
+for g in "${groups[@]}"; do
+	"$g"
+done | sed -u 's/^VMTEST /  /'
 
 if grep -q '^VMTEST FAIL' "$VMTEST_RESULTS"; then
 	echo "--- daemon log of the last run:"
