@@ -13,6 +13,7 @@
 #include "control_server.h"
 #include "daemon.h"
 #include "dgram_forwarder.h"
+#include "fd_limit.h"
 #include "fd_spare.h"
 #include "handover.h"
 #include "passed_fds.h"
@@ -251,6 +252,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		return err;
 	}
 	log_set_level(d->cfg.daemon.log_level);
+	/* Descriptors for max-redirects before anything takes one; short of them is no reason
+	 * not to start (it warns). */
+	fd_limit_fit(&d->cfg);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = passed_fds_collect(&d->passed);
 	if (err < 0) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "fd_limit.h"
 #include "idle_sweep.h"
 #include "listener.h"
 #include "log.h"
@@ -136,6 +137,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	d->cfg = cfg;
 	log_set_level(d->cfg.daemon.log_level);
 	idle_sweep_update(d); /* logs its own failure; the old timer, if any, keeps going */
+	fd_limit_fit(&d->cfg); /* a higher max-redirects, more sections: the soft limit follows */
 	/*
 	 * max-redirects: slot_left() (listener.c) reads d->cfg at each accept, on either path;
 	 * the kernel path's slot pool has its own copy. In user space there is no pool.
