@@ -88,6 +88,7 @@ struct conn {
 	bool seed_known; /* rx stream identified (server: from the first 8 bytes) */
 	bool shut_wr;
 	bool boundaries_broken;
+	bool send_failed; /* a server's reply was refused; it reads on to the end */
 	bool done;
 	uint64_t seed; /* seed of the stream the client side sends */
 	struct stream rx, tx;
@@ -557,7 +558,7 @@ static void conn_recv(struct conn *c, uint64_t now)
 	}
 	if (n == 0 && !c->dgram) {
 		c->receiving = false;
-		c->end = END_CLEAN;
+		c->end = c->send_failed ? END_RESET : END_CLEAN;
 		return;
 	}
 	if (c->msg_mode) {
@@ -602,6 +603,25 @@ static void write_mark_file(void)
 		close(fd);
 }
 
+/*
+ * A sink server whose reply is refused (EPIPE, ECONNRESET) has been told that its bytes went
+ * nowhere; what the client sent before may still wait in its receive queue, and a careful
+ * server reads that to the end. Anything else ends the connection.
+ */
+static void conn_send_failed(struct conn *c, int err)
+{
+	if (!opt.is_server || c->echo || !c->receiving || (err != EPIPE && err != ECONNRESET)) {
+		conn_fail(c, "send", err);
+		return;
+	}
+	fprintf(stderr, "vsm-peer: conn %u: send %s: %s; reading on\n", c->id, opt.addr.text,
+		strerror(err));
+	c->err = err;
+	c->send_failed = true;
+	c->tx_len = c->tx.offset;
+	c->tx_off = c->tx_fill;
+}
+
 static void conn_send(struct conn *c)
 {
 	size_t len;
@@ -619,7 +639,7 @@ static void conn_send(struct conn *c)
 	n = send(c->fd, c->txbuf + c->tx_off, len, MSG_NOSIGNAL);
 	if (n < 0) {
 		if (errno != EINTR && errno != EAGAIN)
-			conn_fail(c, "send", errno);
+			conn_send_failed(c, errno);
 		return;
 	}
 	c->fnv_tx = fnv1a(c->fnv_tx, c->txbuf + c->tx_off, n);

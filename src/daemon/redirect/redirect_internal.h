@@ -56,6 +56,11 @@ struct endpoint {
 	bool broken;	/* epoll said HUP or ERR: it would say so at every wait */
 	bool shut_seen; /* its peer shut down writing: that never changes back */
 	unsigned int unshut_batch; /* epoll said in this batch: not shut down (peer_shut_down()) */
+	/* A TCP endpoint at the pair's close (redirect_linger.c): */
+	bool linger_shut;     /* shut for writing, waiting for its peer to take the rest */
+	bool linger_over;     /* waited as long as it may, or its connection failed */
+	int linger_outq;      /* SIOCOUTQ when it last changed */
+	uint64_t linger_usec; /* ... and when */
 };
 
 struct direction {
@@ -176,6 +181,14 @@ void redirect_step(struct redirect *r);
 void redirect_enter(struct redirect *r, enum redirect_event ev);
 /* The one way a direction's state changes, with what entering the new state does. */
 void dir_enter(struct redirect *r, int src, enum dir_event ev);
+
+/* ---- redirect_linger.c ---- */
+
+/*
+ * Both ways are done: true while a TCP endpoint's peer has not yet taken every byte sent to
+ * it, with the time to look again in *deadline. The pair closes once this is false.
+ */
+bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline);
 
 /* ---- redirect_kernel_path.c: one function per direction state ---- */
 

@@ -192,13 +192,20 @@ void redirect_step(struct redirect *r)
 		if (r->dir[i].state == DIR_COPY)
 			dir_copy(r, i);
 	}
+	now = now_usec();
 	if ((r->dir[CLIENT].state == DIR_DONE && r->dir[TARGET].state == DIR_DONE) ||
 	    (redirect_phase_closing(r->phase) && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
+		if (redirect_linger(r, now, &deadline)) {
+			err = redirect_arm_timer(r, deadline);
+			err = err ?: redirect_update_io(r);
+			if (err < 0)
+				redirect_fail(r, err, "watching the sockets of the redirect to");
+			return;
+		}
 		log_closed(r);
 		redirect_free(r);
 		return;
 	}
-	now = now_usec();
 	for (i = 0; i < 2; i++) {
 		uint64_t t = 0;
 

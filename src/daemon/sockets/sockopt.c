@@ -2,7 +2,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -62,4 +65,14 @@ int socket_outq(int fd)
 	int n = 0;
 
 	return ioctl(fd, SIOCOUTQ, &n) ? -errno : n;
+}
+
+bool socket_tcp_closed(int fd)
+{
+	struct tcp_info info;
+	socklen_t len = sizeof(info);
+
+	return !getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) &&
+	       len >= offsetof(struct tcp_info, tcpi_state) + sizeof(info.tcpi_state) &&
+	       info.tcpi_state == TCP_CLOSE;
 }

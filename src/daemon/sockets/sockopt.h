@@ -31,6 +31,11 @@ int socket_inq(int fd);
  * not sent), or -errno (-EOPNOTSUPP: older vsock).
  */
 int socket_outq(int fd);
+/*
+ * A TCP socket's connection is over (TCP_CLOSE: reset, or both FINs acknowledged): nothing
+ * more can reach its peer. false for any other socket, and when the kernel cannot tell.
+ */
+bool socket_tcp_closed(int fd);
 /* The socket would take bytes now (POLLOUT). */
 bool socket_writable(int fd);
 

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The last bytes toward a TCP peer, before the pair closes.
+ *
+ * When both ways are done, the daemon has handed every byte to the destination socket, but
+ * a TCP peer that reads slowly may not have them yet: they wait in our socket's send queue.
+ * Closing the socket then is safe only if nothing is unread on it. tcp_close() sends a reset
+ * instead of a FIN when its receive queue holds data, and tcp_write_queue_purge() throws
+ * away what the send queue still held (the same happens at the peer's reset). A server that
+ * answered something nobody reads (a client that shut down reading, or was killed) would
+ * lose the end of the client's stream, and read ECONNRESET where the stream was cut.
+ *
+ * So the pair waits: each TCP endpoint with bytes its peer has not acknowledged (SIOCOUTQ)
+ * is shut for writing, so that its FIN follows the last byte, and the pair closes once the
+ * queue is empty or nothing left it for drain-timeout (the loss is then logged). What the
+ * peer sent and nobody read stays unread, so the close still resets it: its honest end, since
+ * those bytes did not arrive (docs/behaviour-matrix.md). By then ours are in its receive
+ * queue, which a reset does not purge: a peer that reads on after the error gets them all.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "daemon.h"
+#include "redirect_internal.h"
+#include "sockopt.h"
+
+#define LINGER_POLL_USEC (5 * USEC_PER_MSEC)
+
+static bool is_tcp(const struct redirect *r, int i)
+{
+	const struct redirect_config *rc = r->l->rc;
+
+	return i == TARGET ? rc->connect.kind == ADDRESS_TCP_CONNECT
+			   : rc->listen.kind == ADDRESS_TCP_LISTEN;
+}
+
+/* Still waiting for endpoint i's peer. */
+static bool endpoint_lingers(struct redirect *r, int i, uint64_t now)
+{
+	struct endpoint *ep = &r->ep[i];
+	uint64_t limit = (uint64_t)r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC;
+	int q, err;
+
+	/*
+	 * Not ep->broken: epoll says HUP once both halves are shut, ours and the peer's, while
+	 * our bytes may still be on their way. A reset closes the connection (TCP_CLOSE), and
+	 * leaves SIOCOUTQ as it was.
+	 */
+	if (ep->fd < 0 || ep->linger_over || !is_tcp(r, i))
+		return false;
+	q = socket_outq(ep->fd);
+	if (q <= 0 || socket_tcp_closed(ep->fd))
+		return false; /* taken; or reset, which the step that saw it logged */
+	err = socket_error(ep->fd);
+	if (err) {
+		redirect_log(r, LOG_WARNING, "the %s's connection failed with %d bytes still "
+			     "unacknowledged: %s; they are lost",
+			     i == TARGET ? "target" : "client", q, strerror(-err));
+		ep->linger_over = true;
+		return false;
+	}
+	if (!ep->linger_shut) {
+		ep->linger_shut = true;
+		ep->linger_outq = q;
+		ep->linger_usec = now;
+		if (shutdown(ep->fd, SHUT_WR) && errno != ENOTCONN)
+			return false; /* broken: the close cannot lose more than is lost */
+		redirect_log(r, LOG_DEBUG, "waiting for the %s to take %d bytes before the close",
+			     i == TARGET ? "target" : "client", q);
+	}
+	if (q != ep->linger_outq) {
+		ep->linger_outq = q;
+		ep->linger_usec = now;
+	}
+	if (now - ep->linger_usec <= limit)
+		return true;
+	redirect_log(r, LOG_WARNING,
+		     "the %s took nothing for drain-timeout (%u ms); %d bytes it has not "
+		     "acknowledged are lost",
+		     i == TARGET ? "target" : "client", r->d->cfg.daemon.drain_timeout_ms, q);
+	ep->linger_over = true;
+	return false;
+}
+
+bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline)
+{
+	bool waiting = false;
+	int i;
+
+	for (i = 0; i < 2; i++)
+		waiting |= endpoint_lingers(r, i, now);
+	if (waiting)
+		*deadline = now + LINGER_POLL_USEC;
+	return waiting;
+}

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+#
+# The close of a pair whose target is a TCP server that reads slowly, while bytes it sent
+# back lie unread on our side. The client sends 4 MiB and closes without reading; the server
+# answers 8 MiB at once and reads 16 KiB every 20 ms (5 s for the lot).
+#
+#   tcp-close-unread-reply             datapath = kernel
+#   tcp-close-unread-reply-userspace   datapath = userspace
+#
+# tcp_close() sends a reset, not a FIN, when the socket's receive queue holds bytes, and the
+# reset drops what its send queue still holds. Before redirect_linger.c the daemon closed the
+# pair as soon as it had handed the client's last byte to its socket: the server got 16 KiB
+# of 4 MiB, then ECONNRESET. Now the pair waits until the server has acknowledged every
+# byte; the close may still reset the server (its own answer went nowhere), but only once
+# the 4 MiB are in its receive queue, and vsm-peer reads on after a refused send.
+# Uses mini_config, mini_daemon and mini_stop (access-cases.sh).
+
+# free_tcp_ports N: N TCP ports on 127.0.0.1 that nothing listens on now, on one line.
+free_tcp_ports() {
+	local ports=() p
+	while ((${#ports[@]} < $1)); do
+		p=$((20000 + RANDOM % 30000))
+		ss -Htln "sport = :$p" | grep -q . || [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+	done
+	echo "${ports[*]}"
+}
+
+# tcp_close_case NAME LINE...: one transfer; the LINEs go in [daemon].
+tcp_close_case() {
+	local name=$1 port line_out src
+	shift
+	port=$(free_tcp_ports 1)
+	mini_config "$name" s "$@" "log-level = debug"
+	sed -i "s|^connect = .*|connect = TCP-CONNECT:127.0.0.1:$port|" "$MINI_DIR/c.conf"
+	vsm-peer server "tcp:127.0.0.1:$port" --sink --reply-first 8M --slow 20000 \
+		--read-size 16384 --count 1 --expect 4M --timeout 60 \
+		--ready-file "$MINI_DIR/srv.ready" >"$MINI_DIR/srv.log" 2>&1 &
+	MINI_SRV=$!
+	wait_for_file "$MINI_DIR/srv.ready" 10
+	mini_daemon
+	vsm-peer client "unix:$MINI_DIR/s.sock" --send 4M --sndbuf 8M --timeout 60 \
+		>"$MINI_DIR/cli.log" 2>&1
+	wait "$MINI_SRV"
+	src=$?
+	line_out=$(grep -m1 '^server conn=' "$MINI_DIR/srv.log")
+	if [[ $line_out == *"bytes=4194304 "*"verify=ok "* ]]; then
+		vmtest_pass "$name" "4 MiB to a 16 KiB/20 ms TCP reader whose 8 MiB answer went unread: all arrived | $line_out"
+	else
+		vmtest_fail "$name" "server rc=$src: ${line_out:-no server line} | $(grep -m2 -E 'waiting for|lost|closed after' "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	fi
+	mini_stop
+}
+
+host_tcp_close_cases() {
+	tcp_close_case tcp-close-unread-reply
+	tcp_close_case tcp-close-unread-reply-userspace "datapath = userspace"
+}
