@@ -7,7 +7,9 @@
  *   listener and every live redirect;
  * - a removed section stops listening at once (its socket file goes); its live redirects go
  *   on until their client or target ends them, or `vsockmapctl close` does;
- * - a section whose addresses changed is removed, then added again;
+ * - a section whose addresses changed is removed, then added again; when its listen address
+ *   stayed (a new target, a new name), the new listener takes the old one's socket, so no
+ *   client is refused or reset by the change;
  * - [daemon] settings apply to redirects started from now on; the control socket keeps its
  *   path, mode and group until the next start.
  */
@@ -37,6 +39,34 @@ static struct listener *find_unchanged(struct daemon *d, const struct redirect_c
 			return d->listeners[i];
 	}
 	return NULL;
+}
+
+static bool kept(struct listener **next, size_t n, const struct listener *l);
+
+/*
+ * The listening socket of a removed section that listened on rc's address, for the section
+ * that replaces it (listener_give_socket()); -ENOENT.
+ */
+static int socket_to_keep(struct daemon *d, struct listener **next, size_t n,
+			  const struct redirect_config *rc, bool *activated)
+{
+	size_t i;
+	int fd;
+
+	if (!address_is_stream_listener(&rc->listen))
+		return -ENOENT;
+	for (i = 0; i < d->n_listeners; i++) {
+		struct listener *l = d->listeners[i];
+
+		if (kept(next, n, l) || !address_equal(&l->rc->listen, &rc->listen))
+			continue;
+		fd = listener_give_socket(l, activated);
+		if (fd >= 0)
+			log_info("reload: [%s] takes over %s from [%s], with its backlog", rc->name,
+				 l->where, l->rc->name);
+		return fd;
+	}
+	return -ENOENT;
 }
 
 static bool kept(struct listener **next, size_t n, const struct listener *l)
@@ -99,7 +129,8 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	struct listener **next;
 	struct config cfg;
 	size_t i, n = 0;
-	int ret, first_err = 0;
+	int ret, first_err = 0, *keep_fd;
+	bool *keep_activated;
 
 	memset(res, 0, sizeof(*res));
 	if (!d->cfg.path[0]) {
@@ -121,7 +152,12 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	}
 	/* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
 	next = calloc(cfg.n_redirects + 1, sizeof(*next));
-	if (!next) {
+	keep_fd = calloc(cfg.n_redirects + 1, sizeof(*keep_fd));
+	keep_activated = calloc(cfg.n_redirects + 1, sizeof(*keep_activated));
+	if (!next || !keep_fd || !keep_activated) {
+		free(next);
+		free(keep_fd);
+		free(keep_activated);
 		config_free(&cfg);
 		snprintf(err, errlen, "reload: out of memory; still running the previous "
 				      "configuration");
@@ -130,6 +166,10 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	service_notify_reloading(d);
 	for (i = 0; i < cfg.n_redirects; i++)
 		next[i] = find_unchanged(d, &cfg.redirects[i]);
+	for (i = 0; i < cfg.n_redirects; i++)
+		keep_fd[i] = next[i] ? -ENOENT
+				     : socket_to_keep(d, next, cfg.n_redirects, &cfg.redirects[i],
+						      &keep_activated[i]);
 	/* Removed ones first: a changed section may want its socket path back. */
 	retire_removed(d, next, cfg.n_redirects, res);
 	keep_control_settings(&d->cfg.daemon, &cfg.daemon);
@@ -166,7 +206,9 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 			next[n++] = next[i];
 			continue;
 		}
-		ret = listener_open(d, &d->cfg.redirects[i], &next[n]);
+		ret = keep_fd[i] >= 0 ? listener_open_on(d, &d->cfg.redirects[i], keep_fd[i],
+							 keep_activated[i], &next[n])
+				      : listener_open(d, &d->cfg.redirects[i], &next[n]);
 		if (ret) {
 			if (!first_err)
 				snprintf(err, errlen, "[%s] %s: %s (the other sections are applied)",
@@ -182,6 +224,8 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 		res->added++;
 		n++;
 	}
+	free(keep_fd);
+	free(keep_activated);
 	free(d->listeners);
 	d->listeners = next;
 	d->n_listeners = n;

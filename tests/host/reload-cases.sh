@@ -186,3 +186,58 @@ daemon_reload_userspace() {
 	kill "$pid" 2>/dev/null
 	wait "$pid"
 }
+
+# A reload that renames a section, or re-points it, on the same listen address: the new
+# section takes the old one's listening socket, so the clients waiting in its backlog are
+# served, not reset. max-children=1 and a first client held part-way (--pause-file) keep
+# three more in the backlog; then the section is renamed ([b] to [b2]: removed and added).
+# Before, the old socket was closed and a new one bound: the three each sent 64 KiB into
+# their unaccepted connection, then got ECONNRESET.
+rl_conf_backlog() { # NAME
+	printf '[daemon]\ncontrol = %s/ctl\nlog-level = info\n\n[%s]\n' "$RL_DIR" "$1"
+	printf 'listen  = UNIX-LISTEN:%s/b.sock,max-children=1\nconnect = UNIX-CONNECT:%s/srv-b.sock\n' \
+		"$RL_DIR" "$RL_DIR"
+}
+
+daemon_reload_backlog() {
+	local pid srv i clis=() bad=0 out
+	RL_DIR=$E2E_DIR/reload-backlog
+	mkdir -p "$RL_DIR"
+	rl_conf_backlog b >"$RL_DIR/r.conf"
+	vsockmapd -c "$RL_DIR/r.conf" 2>"$RL_DIR/daemon.log" &
+	pid=$!
+	if ! wait_for_socket "$RL_DIR/ctl" 10; then
+		vmtest_fail reload-backlog "vsockmapd did not come up: $(tail -n 2 "$RL_DIR/daemon.log")"
+		return
+	fi
+	rm -f "$RL_DIR/srv.ready"
+	vsm-peer server "unix:$RL_DIR/srv-b.sock" --sink --count 4 --expect 1M --timeout 60 \
+		--ready-file "$RL_DIR/srv.ready" >"$RL_DIR/srv.log" 2>&1 &
+	srv=$!
+	wait_for_file "$RL_DIR/srv.ready" 10
+	# The first client holds the one child: it stops after 4 KiB while the pause file is there.
+	touch "$RL_DIR/pause"
+	vsm-peer client "unix:$RL_DIR/b.sock" --send 1M --mark-after 4096 --mark-file "$RL_DIR/mark" \
+		--pause-file "$RL_DIR/pause" --timeout 60 >"$RL_DIR/c0.log" 2>&1 &
+	clis+=($!)
+	wait_for_file "$RL_DIR/mark" 10
+	for i in 1 2 3; do
+		vsm-peer client "unix:$RL_DIR/b.sock" --send 1M --timeout 60 >"$RL_DIR/c$i.log" 2>&1 &
+		clis+=($!)
+	done
+	sleep 0.3 # they have connected, into the backlog
+	rl_conf_backlog b2 >"$RL_DIR/r.conf"
+	out=$(rl_ctl reload 2>&1)
+	rm -f "$RL_DIR/pause"
+	for i in "${clis[@]}"; do
+		wait "$i" || bad=$((bad + 1))
+	done
+	wait "$srv" || bad=$((bad + 1))
+	if ((bad == 0)) && grep -q 'takes over .*b.sock from \[b\], with its backlog' "$RL_DIR/daemon.log"; then
+		vmtest_pass reload-backlog "[b] renamed [b2] with 3 clients in its backlog: all 4 verified | $out | $(grep -h '^server total' "$RL_DIR/srv.log")"
+	else
+		vmtest_fail reload-backlog "$bad of 5 peers failed: $out | $(tail -qn 1 "$RL_DIR"/c*.log | tr '\n' ' ')| $(grep -h '^server total' "$RL_DIR/srv.log")"
+	fi
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+}

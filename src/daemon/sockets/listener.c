@@ -239,6 +239,12 @@ static bool unix_target_unhashed(const struct daemon *d, const struct redirect_c
 
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
 {
+	return listener_open_on(d, rc, -1, false, out);
+}
+
+int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
+		     struct listener **out)
+{
 	char listen[160], target[160];
 	const struct log_context *ctx =
 	    LOG_CTX(.redirect = rc->name, .listen = listen, .target = target);
@@ -247,8 +253,11 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	int err;
 
 	l = calloc(1, sizeof(*l));
-	if (!l)
+	if (!l) {
+		if (fd >= 0)
+			safe_close(fd);
 		return -ENOMEM;
+	}
 	l->ops = &listener_ops;
 	l->d = d;
 	l->conf = *rc;
@@ -271,7 +280,9 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 			   "kernel still holds for it when its server shuts down first (its "
 			   "shutdown() takes our socket out of the sockhash)",
 			   rc->name);
-	l->fd = listener_socket(rc, l, ctx);
+	l->kept = fd >= 0;
+	l->activated = activated;
+	l->fd = l->kept ? fd : listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
 		free(l);
@@ -311,9 +322,10 @@ int listener_open(struct daemon *d, const struct redirect_config *rc, struct lis
 	}
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s; data path: %s%s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", l->where,
-		   l->activated ? " (socket passed by systemd)"
-		   : l->adopted ? " (taken back from the previous instance)"
-				: "",
+		   l->kept	? " (the socket of the section it replaces, backlog included)"
+		   : l->activated ? " (socket passed by systemd)"
+		   : l->adopted	  ? " (taken back from the previous instance)"
+				  : "",
 		   l->userspace ? "user space (" : "kernel", l->userspace ? l->userspace_why : "",
 		   l->userspace ? ")" : "");
 	*out = l;
@@ -343,6 +355,19 @@ static bool listener_target_refused(struct listener *l, int err)
 		log_notice("[%s] data path: user space from now on: %s", l->rc->name, why);
 	}
 	return true;
+}
+
+int listener_give_socket(struct listener *l, bool *activated)
+{
+	int fd = l->fd;
+
+	if (fd < 0 || l->dgram)
+		return -ENOENT;
+	l->io = sd_event_source_disable_unref(l->io);
+	l->retry = sd_event_source_disable_unref(l->retry);
+	*activated = l->activated;
+	l->fd = -1; /* listener_close() neither closes it nor removes its file */
+	return fd;
 }
 
 void listener_retire(struct listener *l)

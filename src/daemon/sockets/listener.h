@@ -36,6 +36,7 @@ struct listener {
 	bool retired;	  /* its section was removed: not listening, freed with its last redirect */
 	bool handed_over; /* in systemd's fd store for the next instance: keep the socket file */
 	bool adopted;	  /* taken back from the previous instance through the fd store */
+	bool kept;	  /* the socket of the section a reload replaced, on the same address */
 	int fd;
 	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
 	sd_event_source *io;
@@ -54,6 +55,21 @@ struct listener {
 
 /* Open the section's socket (or take the one systemd passed) and serve it. */
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out);
+
+/*
+ * The same on a listening socket a removed section gave up (listener_give_socket()): fd, and
+ * whether systemd passed it. The socket is taken, also on failure.
+ */
+int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
+		     struct listener **out);
+
+/*
+ * A reload replaces l's section with one on the same listen address: l gives its listening
+ * socket up, backlog and file included, so that no client waiting there, or connecting
+ * meanwhile, is reset or refused. Returns the fd, with *activated; -ENOENT when l has none
+ * to give (a datagram section, or none open).
+ */
+int listener_give_socket(struct listener *l, bool *activated);
 
 /*
  * Stop listening (its socket file goes) but leave its live redirects to finish: the listener
