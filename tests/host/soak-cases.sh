@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
 #
-# The soak on the host: vsm-soak (tests/tools/vsm-soak.c) through one daemon, unix to unix,
+# The soak on the host: vsm-soak (tests/tools/vsm-soak.c) through one daemon, unix or TCP,
 # many connections at once, each with its own ending (client or server first, half-close
 # either way, a client killed, a server reset, a client that shuts down reading, a server
 # that half-closes first, a redirect the daemon is asked to close ("close ID"), one that
@@ -14,30 +14,52 @@
 #   soak-kernel       datapath=kernel, the insert held back 2 ms
 #                     (VSOCKMAPD_TEST_INSERT_DELAY_US): most clients leave bytes behind, so
 #                     sweeps, the hold socket and catch-ups run all the time
-#   soak-auto         the default: a unix target runs in user space (unhash_probe.c)
+#   soak-auto-swap    the default: a unix target runs in user space (unhash_probe.c)
 #   soak-permanent    as soak-kernel with fastpath=permanent: the verdict counts nothing,
 #                     so stalls are judged by queue lengths alone (no idle ending: it needs
 #                     the counters)
 #   soak-*-stop       the same, with a SIGTERM once 250 connections have started: every
 #                     one live then must end as the stop promises, and the daemon exit 0
+#   *-swap            half the reloads rename the section (vsm-soak --swap-conf): the
+#                     section every live connection came through is removed, and one on the
+#                     same address added, which takes the listening socket over
+#   soak-kernel-tcp-target-swap  unix clients, a TCP server (server-half-first included: a
+#                     TCP target stays in the sockhash when its server shuts down)
+#   soak-tcp-swap, soak-tcp-stop  both ends TCP (TCP-LISTEN, user space): client-reset
+#                     (SO_LINGER 0) in place of client-shut-rd and daemon-close
 #
 # Left out of soak-kernel: server-half-first. A unix server's shutdown() takes our target out
 # of the sockhash and frees what the kernel holds for it, while the client still sends: that
 # is why a unix target runs in user space unless datapath=kernel, which soak-kernel asks for
-# (docs/kernel-notes.md, "A unix target whose server shuts down"); soak-auto runs it.
+# (docs/kernel-notes.md, "A unix target whose server shuts down"); soak-auto-swap runs it.
 
 # soak_case NAME DAEMON_LINES MODES COUNT [ENV=VALUE...]: one daemon, one vsm-soak run;
-# a NAME that ends in -stop stops the daemon part-way.
+# a NAME that ends in -stop stops the daemon part-way. The peers are unix sockets, but a
+# NAME with -tcp-target in it has a TCP server, and one with -tcp- both ends on TCP
+# (127.0.0.1, two free ports: free_tcp_ports, tcp-close-cases.sh).
 soak_case() {
-	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0
-	local idle=(--idle-ms 3000) idle_line='idle-timeout = 3\n'
+	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0 swap=() s
+	local idle=(--idle-ms 3000) idle_line='idle-timeout = 3\n' listen connect cli srv p1 p2
 	# fastpath=permanent drops the byte counters the idle timeout needs: no idle ending.
 	[[ $lines != *permanent* ]] || { idle=(); idle_line=; }
 	shift 4
 	dir=$(mktemp -d "/tmp/vsockmap-$name.XXXXXX")
 	seed=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
-	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\n%b%b\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
-		"$dir" "$idle_line" "$lines" "$dir" "$dir" >"$dir/c.conf"
+	listen="UNIX-LISTEN:$dir/in.sock,backlog=1024" cli="unix:$dir/in.sock"
+	connect="UNIX-CONNECT:$dir/srv.sock" srv="unix:$dir/srv.sock"
+	if [[ $name == *-tcp* ]]; then
+		read -r p1 p2 < <(free_tcp_ports 2)
+		connect="TCP-CONNECT:127.0.0.1:$p2" srv="tcp:127.0.0.1:$p2"
+		[[ $name == *-tcp-target* ]] ||
+			listen="TCP-LISTEN:$p1,bind=127.0.0.1,backlog=1024" cli="tcp:127.0.0.1:$p1"
+	fi
+	for s in a b; do
+		printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\n%b%b\n[soak%s]\nlisten = %s\nconnect = %s\n' \
+			"$dir" "$idle_line" "$lines" "${s/a/}" "$listen" "$connect" >"$dir/c.conf.$s"
+	done
+	cp "$dir/c.conf.a" "$dir/c.conf"
+	# -swap: half the reloads rename the section, which removes it and adds another
+	[[ $name != *-swap* ]] || swap=(--swap-conf "$dir/c.conf")
 	env "$@" vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
 	local pid=$!
 	if ! wait_for_socket "$dir/ctl.sock" 10; then
@@ -47,9 +69,9 @@ soak_case() {
 		return
 	fi
 	[[ $name != *-stop ]] || stop=(--term-pid "$pid" --term-after 250)
-	vsm-soak --connect "unix:$dir/in.sock" --listen "unix:$dir/srv.sock" --count "$count" \
+	vsm-soak --connect "$cli" --listen "$srv" --count "$count" \
 		--live 50 --max-size 4194304 --seed "$seed" --hup-pid "$pid" --stall 30 \
-		--timeout "${SOAK_TIMEOUT:-240}" --ctl "$dir/ctl.sock" "${idle[@]}" "${stop[@]}" \
+		--timeout "${SOAK_TIMEOUT:-240}" --ctl "$dir/ctl.sock" "${idle[@]}" "${stop[@]}" "${swap[@]}" \
 		${modes:+--modes "$modes"} >"$dir/soak.out" 2>&1
 	rc=$?
 	if ((${#stop[@]})); then
@@ -72,16 +94,20 @@ soak_case() {
 	else
 		vmtest_fail "$name" "seed $seed rc=$rc: ${summary:-no summary} | $(grep -m3 '^conn \|^vsm-soak' "$dir/soak.out" | tr '\n' ' ')| $(grep -m2 -i 'lost\|did not' "$dir/daemon.log" | tr '\n' ' ')"
 	fi
-	rm -rf "$dir"
+	[ -n "${SOAK_KEEP:-}" ] || rm -rf "$dir"
 }
 
 host_soak_cases() {
 	soak_case soak-kernel 'datapath = kernel' -server-half-first \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
-	soak_case soak-auto '' '' "${SOAK_COUNT:-400}"
+	soak_case soak-auto-swap '' '' "${SOAK_COUNT:-400}"
 	soak_case soak-permanent 'datapath = kernel\nfastpath = permanent' -server-half-first,-idle \
 		"${SOAK_COUNT:-400}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first 400 \
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto-stop '' '' 400
+	soak_case soak-kernel-tcp-target-swap 'datapath = kernel' '' "${SOAK_COUNT:-400}" \
+		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
+	soak_case soak-tcp-swap '' '' "${SOAK_COUNT:-400}"
+	soak_case soak-tcp-stop '' '' 400
 }

@@ -2,12 +2,13 @@
 /*
  * vsm-soak: many connections through a relay, every byte checked.
  *
- *   vsm-soak --connect unix:PATH --listen vsock:PORT|unix:PATH [OPTIONS]
+ *   vsm-soak --connect unix:PATH|tcp:IPV4:PORT --listen vsock:CID:PORT|unix:PATH|tcp:IPV4:PORT
+ *            [OPTIONS]
  *
  * This one process plays both ends. Its clients connect to the relay's listen socket (the
  * --connect address); the relay dials this process's listener (--listen) for each of them.
  * Every connection gets random sizes for both directions (0 to --max-size, log-uniform),
- * random write sizes, and one of ten ways to end:
+ * random write sizes, and one of eleven ways to end:
  *
  *   client-first   both sides send; the client closes once it has everything
  *   server-first   both sides send; the server closes once it has everything
@@ -24,6 +25,12 @@
  *                  forked child, so its pid names the redirect in "list")
  *   idle           (with --idle-ms) both sides send everything, then wait: the daemon's
  *                  idle-timeout must close the redirect
+ *   client-reset   (a tcp: client) the client sends part, then closes with SO_LINGER 0
+ *
+ * A tcp: client draws neither client-shut-rd (its close with bytes unread would reset and
+ * discard what it had not sent yet: TCP's rule, not the relay's) nor daemon-close ("list"
+ * names no pid for it); its client-kill gets nothing from the server, so the kill is a
+ * plain close.
  *
  * With --term-pid, the daemon is sent SIGTERM (a stop) once --term-after connections have
  * started; no more start, and every connection live at that moment ends as a daemon-close.
@@ -36,7 +43,8 @@
  * to 32 MiB (SO_SNDBUFFORCE), a client that pauses up to 60 ms after some writes, a server
  * that reads 16 KiB every 2 ms, and a server that stops reading for 200 ms once. With
  * --hup-pid the daemon is sent SIGHUP (a reload that keeps every section) every --hup-ms
- * or so. Each connection's plan and choices come from its own generator, keyed by --seed
+ * or so; with --swap-conf too, half of those reloads remove the section the live
+ * connections came through and add one on the same address. Each connection's plan and choices come from its own generator, keyed by --seed
  * and its id; --only ID runs that connection alone, for a replay.
  *
  * Each stream is keyed by the connection's seed (stream.h) and verified byte by byte, so a
@@ -71,6 +79,7 @@
 #include <unistd.h>
 
 #include "stream.h"
+#include "tool_common.h"
 
 #define MAGIC	    0x534d5356u /* "VSMS" */
 #define HEADER_LEN  8		/* magic, connection id: the first bytes of every up stream */
@@ -91,13 +100,20 @@ enum mode {
 	SERVER_HALF_FIRST,
 	DAEMON_CLOSE,
 	IDLE,
+	CLIENT_RESET,
 };
-#define N_MODES 10
+#define N_MODES 11
 static const char *const mode_names[N_MODES] = {
-    "client-first",   "server-first",	   "half-client",  "half-server", "client-kill",
-    "server-reset",   "client-shut-rd", "server-half-first", "daemon-close", "idle"};
+    "client-first",	 "server-first", "half-client", "half-server",  "client-kill",
+    "server-reset",	 "client-shut-rd", "server-half-first", "daemon-close", "idle",
+    "client-reset"};
 /* How often each mode is drawn, relative to the others, in enum order. */
-static const unsigned int mode_weights[N_MODES] = {250, 150, 150, 150, 50, 50, 100, 100, 60, 30};
+static const unsigned int mode_weights[N_MODES] = {250, 150, 150, 150, 50, 50,
+						   100, 100, 60,  30,  50};
+/* A TCP client (--connect tcp:) cannot shut down reading as a unix one does, and "list"
+ * names no pid for it; a unix one cannot reset. */
+#define TCP_CLIENT_ONLY	 (1u << CLIENT_RESET)
+#define UNIX_CLIENT_ONLY ((1u << CLIENT_SHUT_RD) | (1u << DAEMON_CLOSE))
 /* The client's send buffers, drawn per connection (0: the system's default). */
 static const int sndbufs[] = {0, 4096, 65536, 1 << 20, 8 << 20, 32 << 20};
 #define SLOW_READ    (16 * 1024) /* a slow server reads this much ... */
@@ -160,6 +176,7 @@ static struct {
 	unsigned int term_after;
 	unsigned int modes; /* bit per enum mode: the ones drawn */
 	const char *modes_text;
+	const char *swap_conf; /* at each reload, PATH.a or PATH.b becomes PATH first */
 } opt = {.modes = (1u << N_MODES) - 1,
 	 .only = -1,
 	 .hup_ms = 500,
@@ -173,20 +190,13 @@ static struct {
 
 static struct conn *conns;
 static int ep, listen_fd;
-static struct sockaddr_un relay;
+static struct tool_addr relay; /* --connect */
+static bool tcp_client;	     /* the relay listens on TCP: its clients can reset */
 static uint64_t rng_state;
 static uint8_t buf[BUF_SIZE], want[BUF_SIZE];
 static int pending[4096]; /* accepted, header not yet read */
 static unsigned int pending_hdr[4096];
 static uint8_t pending_buf[4096][HEADER_LEN];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t xorshift(uint64_t *state)
 {
@@ -337,7 +347,7 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
  */
 static uint64_t end_delay_ms(const struct conn *k)
 {
-	const struct end *e = k->mode == CLIENT_KILL ? &k->s : &k->c;
+	const struct end *e = k->mode == CLIENT_KILL || k->mode == CLIENT_RESET ? &k->s : &k->c;
 	uint64_t from = k->cut_ns > e->data_ns ? k->cut_ns : e->data_ns;
 
 	return from && e->end_ns > from ? (e->end_ns - from) / NSEC_PER_MS : 0;
@@ -361,6 +371,7 @@ static unsigned int closes;    /* "close ID" answered */
  */
 static void finish_hit(struct conn *k)
 {
+	bool client_ended = k->mode == CLIENT_KILL || k->mode == CLIENT_RESET;
 	uint64_t up_hi = k->mode == CLIENT_KILL ? k->cut : k->c.sent;
 
 	if (!k->connected) {
@@ -368,11 +379,17 @@ static void finish_hit(struct conn *k)
 			fail(k, "client: bytes on a connection no server end came for");
 		return;
 	}
-	if (k->mode == SERVER_RESET || k->mode == CLIENT_KILL
-		    ? k->s.recvd > up_hi
-		    : k->s.recvd != up_hi) {
+	/*
+	 * A TCP client cannot be stopped from sending: shutdown(SHUT_RD) on our side tells it
+	 * nothing, and what it sends after the close is answered with a reset, which also
+	 * drops what its own send queue held. Its stream is cut somewhere after the close.
+	 */
+	if (k->mode == SERVER_RESET || client_ended || tcp_client ? k->s.recvd > up_hi
+								   : k->s.recvd != up_hi) {
 		fail(k, "server: not every byte the client's writes handed over, or more");
 		hit_lost += k->s.recvd < up_hi ? up_hi - k->s.recvd : 0;
+	} else if (tcp_client) {
+		close_window += up_hi - k->s.recvd;
 	}
 	if (k->mode == CLIENT_SHUT_RD) {
 		if (k->c.recvd)
@@ -380,14 +397,14 @@ static void finish_hit(struct conn *k)
 		return;
 	}
 	/* A killed client reads nothing; a reset ends the down stream its own way. */
-	if (k->mode == SERVER_RESET || k->mode == CLIENT_KILL)
+	if (k->mode == SERVER_RESET || client_ended)
 		return;
 	if (k->c.recvd < k->hit_s_sent || k->c.recvd > k->s.sent) {
 		fail(k, "client: not every byte the server wrote before the close, or more than it wrote");
 		hit_lost += k->c.recvd < k->hit_s_sent ? k->hit_s_sent - k->c.recvd : 0;
 	} else
 		close_window += k->s.sent - k->c.recvd;
-	if (k->c.read_failed)
+	if (k->c.read_failed && !(tcp_client && k->s.recvd < up_hi))
 		fail(k, "client: an error instead of EOF after the daemon's close");
 	if (k->s.read_failed && k->c.recvd == k->s.sent)
 		fail(k, "server: an error after the daemon's close, though every byte it wrote arrived");
@@ -417,6 +434,11 @@ static void finish(struct conn *k, unsigned int *live)
 		t = end_delay_ms(k);
 		if (t > opt.end_bound_ms)
 			fail(k, "the client saw the reset too late");
+		break;
+	case CLIENT_RESET: /* a correct prefix of its cut (end_read's limit), then the end */
+		t = end_delay_ms(k);
+		if (t > opt.end_bound_ms)
+			fail(k, "the server saw the client's reset too late");
 		break;
 	case CLIENT_SHUT_RD:
 		/* What the server sends cannot be delivered; its writes may fail at the close. */
@@ -454,7 +476,7 @@ verify:
 static void rearm(struct conn *k, struct end *e, bool is_server)
 {
 	uint64_t tag = is_server ? TAG_SERVER | k->id : k->id;
-	uint64_t len = is_server ? k->down_len : k->up_len;
+	uint64_t len = is_server ? k->down_len : k->mode == CLIENT_RESET ? k->cut : k->up_len;
 	uint32_t events = 0;
 	bool may_send;
 
@@ -503,8 +525,17 @@ static void client_step(struct conn *k)
 		end_read(k, c, k->down_len, UINT64_MAX);
 	send_now = k->mode != HALF_SERVER || c->eof;
 	if (send_now && !c->write_failed)
-		end_write(k, c, k->up_len);
+		end_write(k, c, k->mode == CLIENT_RESET ? k->cut : k->up_len);
 	if (k->mode == SERVER_RESET && c->eof) {
+		close_end(c);
+		return;
+	}
+	/* client-reset: its cut bytes handed over, an abortive close (SO_LINGER 0: an RST). */
+	if (k->mode == CLIENT_RESET && (c->sent == k->cut || c->eof || c->write_failed)) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		k->cut_ns = now_ns();
 		close_end(c);
 		return;
 	}
@@ -551,7 +582,9 @@ static void server_step(struct conn *k)
 			max = k->stall_at - s->recvd;
 		/* server-reset reads its first cut bytes, then resets with the rest unread. */
 		if (s->recvd < limit)
-			end_read(k, s, k->mode == CLIENT_KILL ? k->cut : k->up_len, max);
+			end_read(k, s,
+				 k->mode == CLIENT_KILL || k->mode == CLIENT_RESET ? k->cut : k->up_len,
+				 max);
 		if (k->stall_at && s->recvd >= k->stall_at) {
 			k->stall_at = 0;
 			k->s_resume_ns = now_ns() + STALL_NS;
@@ -581,6 +614,7 @@ static void server_step(struct conn *k)
 			close_end(s);
 		break;
 	case CLIENT_KILL:
+	case CLIENT_RESET:
 		if (s->eof)
 			close_end(s);
 		break;
@@ -632,6 +666,11 @@ static void conn_plan(struct conn *k, uint32_t id)
 	k->up_len = rnd_size(k, opt.max_size);
 	/* client-shut-rd: the server answers anyway; the daemon's writes to the client fail. */
 	k->down_len = rnd_size(k, opt.max_size);
+	/* A TCP socket closed with bytes unread resets (RFC 1122, 4.2.2.13), and a reset
+	 * discards what the client had not sent yet: its kill is a plain close only when
+	 * nothing came for it. */
+	if (m == CLIENT_KILL && tcp_client)
+		k->down_len = 0;
 	k->cut = k->up_len ? krnd(k) % (k->up_len + 1) : 0;
 	k->sndbuf = sndbufs[krnd(k) % (sizeof(sndbufs) / sizeof(sndbufs[0]))];
 	k->pausy = !(krnd(k) % 4);
@@ -671,9 +710,9 @@ static void start_killed_client(struct conn *k)
 	}
 	/* Copies of the other connections' sockets would hold them open after their close. */
 	syscall(SYS_close_range, 3u, ~0u, 0u);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(relay.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	set_sndbuf(fd, k->sndbuf);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&relay, sizeof(relay)) ||
+	if (fd < 0 || connect(fd, &relay.u.sa, relay.len) ||
 	    send(fd, k->c.hdr, HEADER_LEN, MSG_NOSIGNAL) != HEADER_LEN)
 		_exit(3);
 	while (k->c.sent < k->cut) {
@@ -709,9 +748,9 @@ static int connect_from_child(struct conn *k)
 	if (pid < 0)
 		die("fork");
 	if (!pid) {
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		fd = socket(relay.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		set_sndbuf(fd, k->sndbuf);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&relay, sizeof(relay)))
+		if (fd < 0 || connect(fd, &relay.u.sa, relay.len))
 			_exit(3);
 		cm = CMSG_FIRSTHDR(&msg);
 		cm->cmsg_level = SOL_SOCKET;
@@ -860,11 +899,11 @@ static bool start_conn(struct conn *k)
 		watch(k->c.fd, k->id, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 		return true;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(relay.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		die("socket");
 	set_sndbuf(fd, k->sndbuf);
-	if (connect(fd, (struct sockaddr *)&relay, sizeof(relay)) && errno != EINPROGRESS) {
+	if (connect(fd, &relay.u.sa, relay.len) && errno != EINPROGRESS) {
 		close(fd);
 		if (errno == EAGAIN) /* the relay's backlog is full: later */
 			return false;
@@ -943,33 +982,57 @@ static void read_header(unsigned int i)
 	server_step(k);
 }
 
-static int open_listener(const char *addr)
+static int open_listener(const char *text)
 {
-	int fd;
+	struct tool_addr a;
+	int fd, one = 1;
 
-	if (!strncmp(addr, "vsock:", 6)) {
-		struct sockaddr_vm svm = {.svm_family = AF_VSOCK,
-					  .svm_cid = VMADDR_CID_ANY,
-					  .svm_port = (unsigned int)strtoul(addr + 6, NULL, 10)};
-
-		fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&svm, sizeof(svm)))
-			die(addr);
-	} else if (!strncmp(addr, "unix:", 5) && strlen(addr + 5) < sizeof(relay.sun_path)) {
-		struct sockaddr_un sun = {.sun_family = AF_UNIX};
-
-		strcpy(sun.sun_path, addr + 5);
-		unlink(sun.sun_path);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)))
-			die(addr);
-	} else {
-		fprintf(stderr, "vsm-soak: --listen takes vsock:PORT or unix:PATH\n");
+	if (parse_addr(text, &a) || a.type != SOCK_STREAM || a.u.un.sun_path[0] == '@') {
+		fprintf(stderr, "vsm-soak: --listen takes vsock:CID:PORT, unix:PATH or "
+				"tcp:IPV4:PORT\n");
 		exit(2);
 	}
+	if (a.family == AF_UNIX)
+		unlink(a.u.un.sun_path);
+	fd = socket(a.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && a.family == AF_INET)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, &a.u.sa, a.len))
+		die(text);
 	if (listen(fd, 4096))
 		die("listen");
 	return fd;
+}
+
+/*
+ * --swap-conf: PATH.a or PATH.b, drawn, replaces PATH (a rename: the daemon never reads half
+ * a file). When the two name the section apart, the reload that follows removes the section
+ * every live connection came through and adds one that listens on the same address.
+ * Returns 1 when the file changed.
+ */
+static unsigned int swap_conf(void)
+{
+	static int current = -1;
+	char from[4096], tmp[4096];
+	int pick = (int)(rnd() % 2), in, out;
+	ssize_t n;
+
+	if (pick == current)
+		return 0;
+	snprintf(from, sizeof(from), "%s.%c", opt.swap_conf, 'a' + pick);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", opt.swap_conf);
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (in < 0 || out < 0)
+		die(in < 0 ? from : tmp);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			die(tmp);
+	close(in);
+	if (n < 0 || close(out) || rename(tmp, opt.swap_conf))
+		die(opt.swap_conf);
+	current = pick;
+	return 1;
 }
 
 static void reap_children(void)
@@ -1010,7 +1073,8 @@ static unsigned int parse_modes(const char *list)
 static void usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
-		"usage: vsm-soak --connect unix:PATH --listen vsock:PORT|unix:PATH [OPTIONS]\n"
+		"usage: vsm-soak --connect unix:PATH|tcp:IPV4:PORT\n"
+		"                --listen vsock:CID:PORT|unix:PATH|tcp:IPV4:PORT [OPTIONS]\n"
 		"  --count N          connections in all (10000)\n"
 		"  --live N           at most N at once (500)\n"
 		"  --max-size BYTES   largest stream each way (8388608)\n"
@@ -1025,7 +1089,8 @@ static void usage(int rc)
 		"  --ctl PATH         the daemon's control socket: draws daemon-close\n"
 		"  --idle-ms MS       the daemon's idle-timeout: draws idle\n"
 		"  --term-pid PID     send PID (the daemon) SIGTERM once --term-after\n"
-		"  --term-after N     connections have started (a stop)\n");
+		"  --term-after N     connections have started (a stop)\n"
+		"  --swap-conf PATH   before each reload, copy PATH.a or PATH.b (drawn) to PATH\n");
 	exit(rc);
 }
 
@@ -1049,6 +1114,7 @@ static void parse_args(int argc, char **argv)
 	    {"idle-ms", required_argument, NULL, 'I'},
 	    {"term-pid", required_argument, NULL, 'T'},
 	    {"term-after", required_argument, NULL, 'A'},
+	    {"swap-conf", required_argument, NULL, 'W'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1108,6 +1174,9 @@ static void parse_args(int argc, char **argv)
 		case 'A':
 			opt.term_after = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'W':
+			opt.swap_conf = optarg;
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -1115,12 +1184,15 @@ static void parse_args(int argc, char **argv)
 			usage(2);
 		}
 	}
-	if (!opt.connect || !opt.listen || strncmp(opt.connect, "unix:", 5) || !opt.count ||
-	    !opt.live || opt.live > 2000 || optind != argc || !opt.hup_ms || !opt.modes ||
-	    opt.only >= (long)opt.count)
+	if (!opt.connect || !opt.listen || !opt.count || !opt.live || opt.live > 2000 ||
+	    optind != argc || !opt.hup_ms || !opt.modes || opt.only >= (long)opt.count)
 		usage(2);
-	if (strlen(opt.connect + 5) >= sizeof(relay.sun_path))
-		usage(2);
+	if (parse_addr(opt.connect, &relay) || relay.type != SOCK_STREAM ||
+	    relay.family == AF_VSOCK || relay.u.un.sun_path[0] == '@') {
+		fprintf(stderr, "vsm-soak: --connect takes unix:PATH or tcp:IPV4:PORT\n");
+		exit(2);
+	}
+	tcp_client = relay.family == AF_INET;
 	/* The modes that need the daemon's help are drawn only when it is given. */
 	if (!opt.modes_text) {
 		if (!opt.ctl)
@@ -1128,15 +1200,18 @@ static void parse_args(int argc, char **argv)
 		if (!opt.idle_ms)
 			opt.modes &= ~(1u << IDLE);
 	}
+	/* "all" and "all but": those the client's kind can play */
+	if (!opt.modes_text || opt.modes_text[0] == '-')
+		opt.modes &= ~(tcp_client ? UNIX_CLIENT_ONLY : TCP_CLIENT_ONLY);
 	if ((opt.modes & (1u << DAEMON_CLOSE) && !opt.ctl) ||
 	    (opt.modes & (1u << IDLE) && !opt.idle_ms) || !opt.modes ||
-	    (opt.term_after && !opt.term_pid)) {
+	    (opt.term_after && !opt.term_pid) || (opt.swap_conf && !opt.hup_pid) ||
+	    (opt.modes & (tcp_client ? UNIX_CLIENT_ONLY : TCP_CLIENT_ONLY))) {
 		fprintf(stderr, "vsm-soak: daemon-close needs --ctl, idle needs --idle-ms, "
-				"--term-after needs --term-pid\n");
+				"--term-after needs --term-pid; client-reset needs a tcp: client, "
+				"client-shut-rd and daemon-close a unix: one\n");
 		exit(2);
 	}
-	relay.sun_family = AF_UNIX;
-	strcpy(relay.sun_path, opt.connect + 5);
 }
 
 int main(int argc, char **argv)
@@ -1146,7 +1221,7 @@ int main(int argc, char **argv)
 	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
 	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
 			       reset_ms = 0, next_hup = 0;
-	unsigned int mismatched = 0, hups = 0, first_live = 0, stopped = 0, not_run = 0;
+	unsigned int mismatched = 0, hups = 0, first_live = 0, stopped = 0, not_run = 0, swaps = 0;
 	bool waiting = false, termed = false;
 	int n, j;
 
@@ -1250,6 +1325,8 @@ int main(int argc, char **argv)
 			finish(k, &live);
 		}
 		if (opt.hup_pid && now >= next_hup) {
+			if (next_hup && opt.swap_conf)
+				swaps += swap_conf();
 			if (next_hup && !kill(opt.hup_pid, SIGHUP))
 				hups++;
 			next_hup = now + (opt.hup_ms / 2 + rnd() % opt.hup_ms) * NSEC_PER_MS;
@@ -1297,7 +1374,8 @@ int main(int argc, char **argv)
 		down += k->c.recvd;
 		if (k->hit) {
 			/* counted by finish_hit() in hit_lost */
-		} else if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET) {
+		} else if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET &&
+			   k->mode != CLIENT_RESET) {
 			lost += k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len);
 			if (k->mode != CLIENT_SHUT_RD)
 				lost += k->down_len -
@@ -1309,7 +1387,7 @@ int main(int argc, char **argv)
 			mismatched++;
 		if (k->mode == CLIENT_KILL && t > kill_ms)
 			kill_ms = t;
-		if (k->mode == SERVER_RESET && t > reset_ms)
+		if ((k->mode == SERVER_RESET || k->mode == CLIENT_RESET) && t > reset_ms)
 			reset_ms = t;
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
@@ -1330,9 +1408,10 @@ int main(int argc, char **argv)
 		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
 	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
-	       " hups=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64 " secs=%.1f\n",
+	       " hups=%u swaps=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64
+	       " secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
-	       reset_ms, hups, closes, stopped, not_run, close_window,
+	       reset_ms, hups, swaps, closes, stopped, not_run, close_window,
 	       (double)(now_ns() - t0) / 1e9);
 	return n_ok == opt.count ? 0 : 1;
 }

@@ -52,7 +52,7 @@ fi
 slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 
 vmtest_log "soak: $SOAK_COUNT connections, at most $SOAK_LIVE live, up to $SOAK_MAX_SIZE bytes each way"
-vsm-soak --connect "unix:$D/soak.sock" --listen vsock:7000 --count "$SOAK_COUNT" \
+vsm-soak --connect "unix:$D/soak.sock" --listen vsock:any:7000 --count "$SOAK_COUNT" \
 	--live "$SOAK_LIVE" --max-size "$SOAK_MAX_SIZE" --seed "$SOAK_SEED" \
 	--end-bound-ms "$SOAK_END_BOUND_MS" ${SOAK_MODES:+--modes "$SOAK_MODES"} \
 	--hup-pid "$daemon" --ctl "$D/control.sock" --idle-ms 5000 >"$D/soak.out" 2>&1
@@ -161,7 +161,7 @@ slow_run soak-slow-reader-unix down "--source $slow_bytes" \
 
 # ---- a stop in the middle of a soak ------------------------------------------------------
 stop_count=$((SOAK_COUNT / 4 < 300 ? SOAK_COUNT / 4 : 300))
-vsm-soak --connect "unix:$D/soak.sock" --listen vsock:7000 --count "$stop_count" \
+vsm-soak --connect "unix:$D/soak.sock" --listen vsock:any:7000 --count "$stop_count" \
 	--live "$SOAK_LIVE" --max-size "$SOAK_MAX_SIZE" --seed "$((SOAK_SEED + 1))" \
 	--end-bound-ms "$SOAK_END_BOUND_MS" ${SOAK_MODES:+--modes "$SOAK_MODES"} \
 	--hup-pid "$daemon" --ctl "$D/control.sock" --idle-ms 5000 --term-pid "$daemon" --term-after "$((stop_count * 2 / 3))" >"$D/stop.out" 2>&1
