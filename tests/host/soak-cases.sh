@@ -27,6 +27,8 @@
 #                     TCP target stays in the sockhash when its server shuts down)
 #   soak-tcp-swap, soak-tcp-stop  both ends TCP (TCP-LISTEN, user space): client-reset
 #                     (SO_LINGER 0) in place of client-shut-rd and daemon-close
+#   soak-kernel@iterator, soak-kernel@timed  soak-kernel with the other drain signals, each
+#                     where the kernel allows it (skipped, saying why, where not)
 #
 # Left out of soak-kernel: server-half-first. A unix server's shutdown() takes our target out
 # of the sockhash and frees what the kernel holds for it, while the client still sends: that
@@ -60,7 +62,8 @@ soak_case() {
 	cp "$dir/c.conf.a" "$dir/c.conf"
 	# -swap: half the reloads rename the section, which removes it and adds another
 	[[ $name != *-swap* ]] || swap=(--swap-conf "$dir/c.conf")
-	env "$@" vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
+	# shellcheck disable=SC2086 # SOAK_DRAIN: one --drain=MODE, or nothing
+	env "$@" vsockmapd ${SOAK_DRAIN:-} -c "$dir/c.conf" 2>"$dir/daemon.log" &
 	local pid=$!
 	if ! wait_for_socket "$dir/ctl.sock" 10; then
 		vmtest_fail "$name" "vsockmapd did not come up: $(tail -n 2 "$dir/daemon.log")"
@@ -97,6 +100,39 @@ soak_case() {
 	[ -n "${SOAK_KEEP:-}" ] || rm -rf "$dir"
 }
 
+# soak_drain_allowed MODE: a daemon started with --drain=MODE runs with that drain signal;
+# if not, prints why.
+soak_drain_allowed() {
+	local log=$E2E_DIR/soak-drain.log pid i
+	vsockmapd -d -d "--drain=$1" "UNIX-LISTEN:$E2E_DIR/soak-drain.sock" \
+		"UNIX-CONNECT:$E2E_DIR/soak-drain-none.sock" 2>"$log" &
+	pid=$!
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null && ! grep -q 'drain signal:' "$log" || break
+		sleep 0.1
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	grep -q "drain signal: \(queue \)*$1" "$log" && return 0
+	grep -m1 -E 'BPF program load failed|not started|refus|drain signal' "$log" || echo "no drain signal logged"
+	return 1
+}
+
+# soak-kernel again with each drain signal this kernel allows besides the queue probe (the
+# default where it loads): the iterator, and the timed drain, the heuristic for kernels
+# that allow neither.
+host_soak_drain_cases() {
+	local mode why
+	for mode in iterator timed; do
+		if ! why=$(soak_drain_allowed "$mode"); then
+			vmtest_skip "soak-kernel@$mode" "this kernel does not allow --drain=$mode: $why"
+			continue
+		fi
+		SOAK_DRAIN=--drain=$mode soak_case "soak-kernel@$mode" 'datapath = kernel' \
+			-server-half-first "${SOAK_COUNT:-400}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
+	done
+}
+
 host_soak_cases() {
 	soak_case soak-kernel 'datapath = kernel' -server-half-first \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
@@ -110,4 +146,5 @@ host_soak_cases() {
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-tcp-swap '' '' "${SOAK_COUNT:-400}"
 	soak_case soak-tcp-stop '' '' 400
+	host_soak_drain_cases
 }
