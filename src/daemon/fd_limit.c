@@ -38,7 +38,7 @@ static uint64_t redirects_within(const struct config *cfg, uint64_t limit)
 
 int fd_limit_fit(const struct config *cfg)
 {
-	uint64_t need = fd_limit_need(cfg), want;
+	uint64_t need = fd_limit_need(cfg), want, old;
 	unsigned int max = cfg->daemon.max_redirects;
 	struct rlimit rl;
 
@@ -47,9 +47,7 @@ int fd_limit_fit(const struct config *cfg)
 	want = rl.rlim_max == RLIM_INFINITY || need < rl.rlim_max ? need : rl.rlim_max;
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
 		goto check_hard;
-	log_info("file descriptors: soft limit %" PRIu64 " raised to %" PRIu64
-		 " (max-redirects=%u needs %" PRIu64 ", hard limit %" PRIu64 ")",
-		 (uint64_t)rl.rlim_cur, want, max, need, (uint64_t)rl.rlim_max);
+	old = rl.rlim_cur;
 	/*
 	 * prlimit(), not setrlimit(): the packaged unit's SystemCallFilter=~@resources refuses the
 	 * setrlimit system call (EPERM), which an older libc's setrlimit() makes, and allows
@@ -68,6 +66,9 @@ int fd_limit_fit(const struct config *cfg)
 				 max, need, (uint64_t)rl.rlim_cur,
 				 redirects_within(cfg, rl.rlim_cur), FD_LIMIT_PER_REDIRECT);
 	}
+	log_info("file descriptors: soft limit %" PRIu64 " raised to %" PRIu64
+		 " (max-redirects=%u needs %" PRIu64 ", hard limit %" PRIu64 ")",
+		 old, want, max, need, (uint64_t)rl.rlim_max);
 check_hard:
 	if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need)
 		return 0;

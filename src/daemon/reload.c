@@ -139,9 +139,13 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 		log_err("%s", err);
 		return -EOPNOTSUPP;
 	}
-	/* A reload would open listeners again while the redirects finish (stop_drain.c). */
-	if (d->stopping) {
-		snprintf(err, errlen, "reload: the daemon is stopping");
+	/*
+	 * A reload would open listeners again while the redirects finish (stop_drain.c), or,
+	 * during a restart's hand-over, accept on sockets kept paused for the next instance.
+	 */
+	if (d->stopping || d->handing_over) {
+		snprintf(err, errlen, "reload: the daemon is %s",
+			 d->stopping ? "stopping" : "handing over to its next instance");
 		log_notice("%s", err);
 		return -ESHUTDOWN;
 	}

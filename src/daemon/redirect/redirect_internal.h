@@ -61,6 +61,7 @@ struct endpoint {
 	bool linger_over;     /* waited as long as it may, or its connection failed */
 	int linger_outq;      /* SIOCOUTQ when it last changed */
 	uint64_t linger_usec; /* ... and when */
+	uint64_t linger_poll_usec; /* the next look, from the last */
 };
 
 struct direction {

@@ -25,7 +25,9 @@
 #include "redirect_internal.h"
 #include "sockopt.h"
 
-#define LINGER_POLL_USEC (5 * USEC_PER_MSEC)
+/* How often the queue is looked at: from 5 ms, doubled while it does not move, to 160 ms. */
+#define LINGER_POLL_USEC     (5 * USEC_PER_MSEC)
+#define LINGER_POLL_MAX_USEC (160 * USEC_PER_MSEC)
 
 static bool is_tcp(const struct redirect *r, int i)
 {
@@ -35,8 +37,13 @@ static bool is_tcp(const struct redirect *r, int i)
 			   : rc->listen.kind == ADDRESS_TCP_LISTEN;
 }
 
-/* Still waiting for endpoint i's peer. */
-static bool endpoint_lingers(struct redirect *r, int i, uint64_t now)
+static const char *end_name(int i)
+{
+	return i == TARGET ? "target" : "client";
+}
+
+/* Still waiting for endpoint i's peer; *poll: when to look again (from now). */
+static bool endpoint_lingers(struct redirect *r, int i, uint64_t now, uint64_t *poll)
 {
 	struct endpoint *ep = &r->ep[i];
 	uint64_t limit = (uint64_t)r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC;
@@ -50,47 +57,67 @@ static bool endpoint_lingers(struct redirect *r, int i, uint64_t now)
 	if (ep->fd < 0 || ep->linger_over || !is_tcp(r, i))
 		return false;
 	q = socket_outq(ep->fd);
-	if (q <= 0 || socket_tcp_closed(ep->fd))
-		return false; /* taken; or reset, which the step that saw it logged */
+	if (q <= 0)
+		return false;
+	ep->linger_over = true; /* unless it is waited for, below */
+	/* drain-timeout = 0: close at once, whatever is still on its way */
+	if (!limit) {
+		redirect_log(r, LOG_INFO, "closing with %d bytes the %s has not acknowledged "
+			     "(drain-timeout = 0)", q, end_name(i));
+		return false;
+	}
 	err = socket_error(ep->fd);
-	if (err) {
-		redirect_log(r, LOG_WARNING, "the %s's connection failed with %d bytes still "
-			     "unacknowledged: %s; they are lost",
-			     i == TARGET ? "target" : "client", q, strerror(-err));
-		ep->linger_over = true;
+	if (err || socket_tcp_closed(ep->fd)) {
+		redirect_log(r, LOG_WARNING, "the %s's connection was reset with %d bytes not "
+			     "acknowledged%s%s; they are lost",
+			     end_name(i), q, err ? ": " : "", err ? strerror(-err) : "");
 		return false;
 	}
 	if (!ep->linger_shut) {
 		ep->linger_shut = true;
 		ep->linger_outq = q;
 		ep->linger_usec = now;
-		if (shutdown(ep->fd, SHUT_WR) && errno != ENOTCONN)
-			return false; /* broken: the close cannot lose more than is lost */
+		ep->linger_poll_usec = LINGER_POLL_USEC;
+		if (shutdown(ep->fd, SHUT_WR) && errno != ENOTCONN) {
+			redirect_log_errno(r, LOG_WARNING, -errno, "shutting the %s down for "
+					   "writing, with %d bytes not acknowledged", end_name(i), q);
+			return false;
+		}
 		redirect_log(r, LOG_DEBUG, "waiting for the %s to take %d bytes before the close",
-			     i == TARGET ? "target" : "client", q);
+			     end_name(i), q);
 	}
 	if (q != ep->linger_outq) {
 		ep->linger_outq = q;
 		ep->linger_usec = now;
+		ep->linger_poll_usec = LINGER_POLL_USEC;
+	} else if (ep->linger_poll_usec < LINGER_POLL_MAX_USEC) {
+		ep->linger_poll_usec *= 2; /* a reader that stalls is asked less often */
 	}
-	if (now - ep->linger_usec <= limit)
+	if (now - ep->linger_usec <= limit) {
+		ep->linger_over = false;
+		*poll = ep->linger_poll_usec;
 		return true;
+	}
 	redirect_log(r, LOG_WARNING,
 		     "the %s took nothing for drain-timeout (%u ms); %d bytes it has not "
 		     "acknowledged are lost",
-		     i == TARGET ? "target" : "client", r->d->cfg.daemon.drain_timeout_ms, q);
-	ep->linger_over = true;
+		     end_name(i), r->d->cfg.daemon.drain_timeout_ms, q);
 	return false;
 }
 
 bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline)
 {
+	uint64_t poll = 0, next = UINT64_MAX;
 	bool waiting = false;
 	int i;
 
 	for (i = 0; i < 2; i++)
-		waiting |= endpoint_lingers(r, i, now);
+		if (endpoint_lingers(r, i, now, &poll)) {
+			waiting = true;
+			if (poll < next)
+				next = poll;
+		}
 	if (waiting)
-		*deadline = now + LINGER_POLL_USEC;
+		*deadline = now + next;
 	return waiting;
 }
