@@ -157,6 +157,7 @@ for v in "$base_version" "$up_version"; do
 	install -D -m 0644 "$pkgdir/vsockmap_${v}_amd64.deb" "$p/var/lib/vmtest/pkg/vsockmap_${v}_amd64.deb"
 done
 install -D -m 0755 "$ROOT/.output/tools/vsm-peer" "$p/usr/bin/vsm-peer"
+install -D -m 0755 "$ROOT/.output/tools/vsm-soak" "$p/usr/bin/vsm-soak"
 install -D -m 0644 "$ROOT/tests/lib/harness.sh" "$p/usr/lib/vmtest/lib.sh"
 install -D -m 0755 "$HERE/suite.sh" "$p/usr/lib/vmtest/suite.sh"
 install -D -m 0644 "$HERE/package.sh" "$p/usr/lib/vmtest/package.sh"

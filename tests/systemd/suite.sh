@@ -477,6 +477,35 @@ test_restart_no_loss() {
 	timeout 60 systemctl restart "$SVC"
 }
 
+# ---- 4b. the soak through restarts ----------------------------------------------------------------
+
+# vsm-soak (tests/tools/vsm-soak.c) through the packaged service, unix to vsock on this VM:
+# SOAK_COUNT connections, 50 at once, each with its own ending, buffers and pauses
+# (docs/behaviour-matrix.md), while `systemctl restart` runs every 2 s or so. Every
+# connection must end as if nothing had happened: a restart hands each pair over, and
+# clients that connect meanwhile wait in the listen socket systemd keeps.
+test_soak_restart() {
+	local name=soak-restart out rc seed=${SOAK_SEED:-$RANDOM$RANDOM} summary
+	cp "$CONF" "$T/vsockmap.conf.orig"
+	printf '\n[soak]\nlisten  = UNIX-LISTEN:/run/vsockmap/soak.sock,backlog=1024\nconnect = VSOCK-CONNECT:1:5003\n' >>"$CONF"
+	timeout 60 systemctl restart "$SVC"
+	vsm-soak --connect unix:/run/vsockmap/soak.sock --listen vsock:any:5003 \
+		--count "${SOAK_COUNT:-1000}" --live 50 --max-size 1048576 --seed "$seed" --stall 60 \
+		--timeout 900 --ctl /run/vsockmap/control.sock \
+		--cmd "timeout 60 systemctl restart $SVC" --cmd-ms 2000 >"$T/$name.out" 2>&1
+	rc=$?
+	summary=$(grep '^soak ' "$T/$name.out")
+	cp "$T/vsockmap.conf.orig" "$CONF"
+	if ((rc == 0)) && [[ $summary == *" cmds="[1-9]* ]]; then
+		vmtest_pass "$name" "seed $seed: $summary"
+	else
+		vmtest_fail "$name" "seed $seed rc=$rc: ${summary:-no summary} | $(grep -m4 '^conn \|^vsm-soak' "$T/$name.out" | tr '\n' ' ')"
+		journalctl -q -u "$SVC" -o short-monotonic | grep -v libbpf | grep -iE 'lost|took back|did not|handed|hand' |
+			tail -n 20 | while read -r out; do vmtest_log "  $out"; done
+	fi
+	timeout 60 systemctl restart "$SVC"
+}
+
 # ---- 2. socket activation ----------------------------------------------------------------------
 
 test_socket_activation() {
@@ -837,6 +866,7 @@ if want start; then
 		# Known to fail now and then (docs/systemd.md): only when asked for by name.
 		[[ " ${SYSTEMD_TESTS:-} " == *" restart-reply "* ]] &&
 			test_restart_no_loss restart-during-reply 128M both
+		want soak && test_soak_restart
 		test_stop_clean
 	fi
 fi

@@ -177,9 +177,12 @@ static struct {
 	unsigned int modes; /* bit per enum mode: the ones drawn */
 	const char *modes_text;
 	const char *swap_conf; /* at each reload, PATH.a or PATH.b becomes PATH first */
+	const char *cmd;       /* run in the background every --cmd-ms or so */
+	unsigned int cmd_ms;
 } opt = {.modes = (1u << N_MODES) - 1,
 	 .only = -1,
 	 .hup_ms = 500,
+	 .cmd_ms = 3000,
 	 .count = 10000,
 	 .live = 500,
 	 .max_size = 8 << 20,
@@ -1035,18 +1038,49 @@ static unsigned int swap_conf(void)
 	return 1;
 }
 
+/* --cmd: its child while it runs, how many ran, how many failed */
+static pid_t cmd_pid;
+static unsigned int cmds, cmds_failed;
+
+static void start_cmd(void)
+{
+	pid_t pid;
+
+	if (cmd_pid)
+		return;
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		syscall(SYS_close_range, 3u, ~0u, 0u); /* no copy of a connection's socket */
+		execl("/bin/sh", "sh", "-c", opt.cmd, (char *)NULL);
+		_exit(127);
+	}
+	cmd_pid = pid;
+	cmds++;
+}
+
 static void reap_children(void)
 {
 	unsigned int i;
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == cmd_pid) {
+			cmd_pid = 0;
+			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+				cmds_failed++;
+				fprintf(stderr, "vsm-soak: --cmd exited with status %d\n", status);
+			}
+			continue;
+		}
 		for (i = 0; i < opt.count; i++)
 			if (conns[i].child == pid) {
 				conns[i].cut_ns = now_ns();
 				break;
 			}
+	}
 }
 
 /* "a,b": those modes; "-a,-b": all but those. 0 (then usage) on an unknown name. */
@@ -1090,7 +1124,9 @@ static void usage(int rc)
 		"  --idle-ms MS       the daemon's idle-timeout: draws idle\n"
 		"  --term-pid PID     send PID (the daemon) SIGTERM once --term-after\n"
 		"  --term-after N     connections have started (a stop)\n"
-		"  --swap-conf PATH   before each reload, copy PATH.a or PATH.b (drawn) to PATH\n");
+		"  --swap-conf PATH   before each reload, copy PATH.a or PATH.b (drawn) to PATH\n"
+		"  --cmd CMD          run sh -c CMD in the background every --cmd-ms or so, one\n"
+		"  --cmd-ms MS        at a time (3000): a restart of the daemon, say\n");
 	exit(rc);
 }
 
@@ -1115,6 +1151,8 @@ static void parse_args(int argc, char **argv)
 	    {"term-pid", required_argument, NULL, 'T'},
 	    {"term-after", required_argument, NULL, 'A'},
 	    {"swap-conf", required_argument, NULL, 'W'},
+	    {"cmd", required_argument, NULL, 'X'},
+	    {"cmd-ms", required_argument, NULL, 'Y'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1177,6 +1215,12 @@ static void parse_args(int argc, char **argv)
 		case 'W':
 			opt.swap_conf = optarg;
 			break;
+		case 'X':
+			opt.cmd = optarg;
+			break;
+		case 'Y':
+			opt.cmd_ms = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -1205,7 +1249,7 @@ static void parse_args(int argc, char **argv)
 		opt.modes &= ~(tcp_client ? UNIX_CLIENT_ONLY : TCP_CLIENT_ONLY);
 	if ((opt.modes & (1u << DAEMON_CLOSE) && !opt.ctl) ||
 	    (opt.modes & (1u << IDLE) && !opt.idle_ms) || !opt.modes ||
-	    (opt.term_after && !opt.term_pid) || (opt.swap_conf && !opt.hup_pid) ||
+	    (opt.term_after && !opt.term_pid) || (opt.swap_conf && !opt.hup_pid) || !opt.cmd_ms ||
 	    (opt.modes & (tcp_client ? UNIX_CLIENT_ONLY : TCP_CLIENT_ONLY))) {
 		fprintf(stderr, "vsm-soak: daemon-close needs --ctl, idle needs --idle-ms, "
 				"--term-after needs --term-pid; client-reset needs a tcp: client, "
@@ -1220,7 +1264,7 @@ int main(int argc, char **argv)
 	struct epoll_event evs[256];
 	unsigned int next = 0, live = 0, max_live = 0, n_ok = 0, i, counts[N_MODES][2] = {};
 	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
-			       reset_ms = 0, next_hup = 0;
+			       reset_ms = 0, next_hup = 0, next_cmd = 0;
 	unsigned int mismatched = 0, hups = 0, first_live = 0, stopped = 0, not_run = 0, swaps = 0;
 	bool waiting = false, termed = false;
 	int n, j;
@@ -1331,6 +1375,11 @@ int main(int argc, char **argv)
 				hups++;
 			next_hup = now + (opt.hup_ms / 2 + rnd() % opt.hup_ms) * NSEC_PER_MS;
 		}
+		if (opt.cmd && !termed && now >= next_cmd) {
+			if (next_cmd)
+				start_cmd();
+			next_cmd = now + (opt.cmd_ms / 2 + rnd() % opt.cmd_ms) * NSEC_PER_MS;
+		}
 		/* Once a second: the kills reaped above, stalls, and connections that ended. */
 		if (now - last_sweep > 1000000000ull) {
 			last_sweep = now;
@@ -1408,10 +1457,12 @@ int main(int argc, char **argv)
 		printf("mode %s ok=%u failed=%u\n", mode_names[i], counts[i][1], counts[i][0]);
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
 	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
-	       " hups=%u swaps=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64
+	       " hups=%u swaps=%u cmds=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64
 	       " secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
-	       reset_ms, hups, swaps, closes, stopped, not_run, close_window,
+	       reset_ms, hups, swaps, cmds, closes, stopped, not_run, close_window,
 	       (double)(now_ns() - t0) / 1e9);
-	return n_ok == opt.count ? 0 : 1;
+	while (cmd_pid && waitpid(cmd_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return n_ok == opt.count && !cmds_failed ? 0 : 1;
 }
