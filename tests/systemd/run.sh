@@ -172,6 +172,9 @@ mkdir -p "$p/etc/vmtest"
 	# The restart test's size: RESTARTS=3 BULK=64M for a quick look.
 	echo "RESTARTS=${RESTARTS:-20}"
 	echo "BULK=${BULK:-256M}"
+	# The soak through restarts: SOAK_COUNT=10000 for a long run.
+	echo "SOAK_COUNT=${SOAK_COUNT:-1000}"
+	[[ -z ${SOAK_SEED:-} ]] || echo "SOAK_SEED=$SOAK_SEED"
 	echo "PKG_BASE=vsockmap_${base_version}_amd64.deb"
 	echo "PKG_UPGRADE=vsockmap_${up_version}_amd64.deb"
 } >"$p/etc/vmtest/env"
