@@ -108,7 +108,9 @@ soak_drain_allowed() {
 		"UNIX-CONNECT:$E2E_DIR/soak-drain-none.sock" 2>"$log" &
 	pid=$!
 	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null && ! grep -q 'drain signal:' "$log" || break
+		if ! kill -0 "$pid" 2>/dev/null || grep -q 'drain signal:' "$log"; then
+			break
+		fi
 		sleep 0.1
 	done
 	kill "$pid" 2>/dev/null
