@@ -17,6 +17,21 @@ nofile_dir() {
 # nofile_soft PID: the soft "Max open files" of a process.
 nofile_soft() { awk '/^Max open files/ {print $4}' "/proc/$1/limits"; }
 
+# nofile_daemon SOFT:HARD: vsockmapd on NF_DIR/c.conf under that RLIMIT_NOFILE (NF_PID), its
+# control socket up.
+nofile_daemon() {
+	prlimit "--nofile=$1" vsockmapd -c "$NF_DIR/c.conf" 2>"$NF_DIR/daemon.log" &
+	NF_PID=$!
+	wait_for_socket "$NF_DIR/ctl.sock" 10
+}
+
+# nofile_stop PID...: the daemon (and a server) go, and the directory.
+nofile_stop() {
+	kill -TERM "$@" 2>/dev/null
+	wait "$@" 2>/dev/null
+	rm -rf "$NF_DIR"
+}
+
 # nofile_hold NAME DATAPATH: under a soft limit of 256 (hard 8192), 300 redirects at once,
 # each proven by a byte echoed through it, all still open when the holder lets go.
 nofile_hold() {
@@ -26,9 +41,8 @@ nofile_hold() {
 		>"$NF_DIR/srv.log" 2>&1 &
 	srv=$!
 	wait_for_file "$NF_DIR/srv.ready" 10
-	prlimit --nofile=256:8192 vsockmapd -c "$NF_DIR/c.conf" 2>"$NF_DIR/daemon.log" &
-	pid=$!
-	wait_for_socket "$NF_DIR/ctl.sock" 10
+	nofile_daemon 256:8192
+	pid=$NF_PID
 	soft=$(nofile_soft "$pid")
 	vsm-bench hold "unix:$NF_DIR/in.sock" --count 300 --ready-file "$NF_DIR/hold.ready" \
 		--timeout 60 >"$NF_DIR/hold.log" 2>&1 &
@@ -46,9 +60,7 @@ nofile_hold() {
 	else
 		vmtest_fail "$name" "hold rc=$rc, listed $held, soft $soft: $end| $(grep -v 'refused a connection' "$NF_DIR/daemon.log" | tail -n 2 | tr '\n' ' ') $(grep -m1 'refused a connection' "$NF_DIR/daemon.log")"
 	fi
-	kill -TERM "$pid" "$srv" 2>/dev/null
-	wait "$pid" "$srv" 2>/dev/null
-	rm -rf "$NF_DIR"
+	nofile_stop "$pid" "$srv"
 }
 
 # nofile_hard_low: hard limit 256, max-redirects=1000: one warning names what is needed,
@@ -56,9 +68,8 @@ nofile_hold() {
 nofile_hard_low() {
 	local pid line soft
 	nofile_dir userspace 1000
-	prlimit --nofile=128:256 vsockmapd -c "$NF_DIR/c.conf" 2>"$NF_DIR/daemon.log" &
-	pid=$!
-	wait_for_socket "$NF_DIR/ctl.sock" 10
+	nofile_daemon 128:256
+	pid=$NF_PID
 	soft=$(nofile_soft "$pid")
 	line=$(grep 'max-redirects=1000 needs [0-9]* file descriptors' "$NF_DIR/daemon.log")
 	if [[ $(grep -c 'needs [0-9]* file descriptors' "$NF_DIR/daemon.log") == 1 && $soft == 256 ]] &&
@@ -68,9 +79,7 @@ nofile_hard_low() {
 	else
 		vmtest_fail nofile-hard-low "soft $soft; warning: '$line'; $(tail -n 2 "$NF_DIR/daemon.log" | tr '\n' ' ')"
 	fi
-	kill -TERM "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	rm -rf "$NF_DIR"
+	nofile_stop "$pid"
 }
 
 # nofile_reload: max-redirects=10 fits in a soft limit of 256, which stays; a reload to
@@ -78,9 +87,8 @@ nofile_hard_low() {
 nofile_reload() {
 	local pid before after out
 	nofile_dir userspace 10
-	prlimit --nofile=256:8192 vsockmapd -c "$NF_DIR/c.conf" 2>"$NF_DIR/daemon.log" &
-	pid=$!
-	wait_for_socket "$NF_DIR/ctl.sock" 10
+	nofile_daemon 256:8192
+	pid=$NF_PID
 	before=$(nofile_soft "$pid")
 	sed -i 's/^max-redirects = 10$/max-redirects = 1000/' "$NF_DIR/c.conf"
 	out=$(vsockmapctl -s "$NF_DIR/ctl.sock" reload 2>&1)
@@ -90,9 +98,7 @@ nofile_reload() {
 	else
 		vmtest_fail nofile-reload-raises "soft $before, then $after; reload: $out; $(tail -n 2 "$NF_DIR/daemon.log" | tr '\n' ' ')"
 	fi
-	kill -TERM "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	rm -rf "$NF_DIR"
+	nofile_stop "$pid"
 }
 
 host_nofile_cases() {
