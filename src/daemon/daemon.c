@@ -211,13 +211,21 @@ static int check_options(const struct daemon *d, const struct daemon_options *op
 	return 0;
 }
 
-/* Everything is open: keep only what serving and reloading need (privileges.h). */
+/*
+ * Everything is open: keep only what serving and reloading need (privileges.h). The spare
+ * datagram verdicts are loaded first: a reload loads no BPF program.
+ */
 static int drop_privileges(struct daemon *d)
 {
 	char names[128];
 	uint64_t kept;
 	int err;
 
+	if (d->dp) {
+		err = dataplane_dgram_spares_fill(d->dp);
+		if (err)
+			return log_errno(LOG_ERR, err, "loading the spare datagram verdicts");
+	}
 	err = privileges_drop(privileges_needed(&d->cfg, d->dp != NULL), &kept);
 	if (err)
 		return log_errno(LOG_ERR, err, "dropping capabilities");
@@ -341,6 +349,8 @@ void daemon_stop(struct daemon *d)
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;
+	if (d->dp)
+		dataplane_dgram_spares_close(d->dp);
 	dataplane_close(d->dp);
 	d->dp = NULL;
 	d->event = sd_event_unref(d->event);

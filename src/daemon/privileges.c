@@ -31,7 +31,7 @@ static int last_cap(void)
 
 uint64_t privileges_needed(const struct config *cfg, bool bpf)
 {
-	uint64_t keep = bpf ? CAP_BIT(CAP_NET_ADMIN) | CAP_BIT(CAP_BPF) | CAP_BIT(CAP_PERFMON) : 0;
+	uint64_t keep = bpf ? CAP_BIT(CAP_NET_ADMIN) : 0;
 	size_t i;
 
 	if (cfg->daemon.has_control_group)

@@ -2,11 +2,10 @@
 /*
  * Giving up capabilities once the daemon is set up. What it keeps, and why
  * (docs/security.md):
- *   CAP_NET_ADMIN  SO_SNDBUFFORCE on every new connection; loading the datagram verdict of
- *                  a UNIX-RECV section that a reload adds
- *   CAP_BPF        the same load
- *   CAP_PERFMON    the same load (the verifier allows its helpers to perfmon-capable loaders)
+ *   CAP_NET_ADMIN  SO_SNDBUFFORCE on every new connection
  *   CAP_CHOWN      only when the configuration uses user=, group= or control-group=
+ * Not CAP_BPF or CAP_PERFMON: every BPF program is loaded before the drop, the datagram
+ * verdicts a reload may need included (dgram_plane.c).
  * Without the kernel path (datapath=userspace, or BPF unavailable) it keeps only CAP_CHOWN.
  */
 #ifndef VSOCKMAP_PRIVILEGES_H

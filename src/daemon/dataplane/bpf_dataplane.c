@@ -356,9 +356,10 @@ static int zero_counters(struct dataplane *dp, uint32_t s)
 	return 0;
 }
 
+/* The spare datagram planes hold slots of their own, which no redirect can use anyway. */
 void dataplane_set_slot_limit(struct dataplane *dp, uint32_t limit)
 {
-	slot_pool_set_limit(&dp->slots, limit);
+	slot_pool_set_limit(&dp->slots, limit ? limit + DGRAM_SPARES : 0);
 }
 
 bool dataplane_slots_full(const struct dataplane *dp)
@@ -368,28 +369,29 @@ bool dataplane_slots_full(const struct dataplane *dp)
 
 int dataplane_slot_alloc(struct dataplane *dp, uint32_t *slot)
 {
-	uint32_t s, dir, idx;
+	uint32_t s;
 	int err;
 
 	err = slot_pool_take(&dp->slots, &s);
 	if (err)
 		return err;
 	err = map_gates(dp, s);
-	if (err) {
-		slot_pool_put(&dp->slots, s);
-		return err;
-	}
-	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
-		idx = s * VSOCKMAP_NR_DIRS + dir;
-		memset(&dp->gates[idx], 0, sizeof(dp->gates[idx]));
-	}
-	err = zero_counters(dp, s);
+	err = err ?: dataplane_slot_clear(dp, s);
 	if (err) {
 		slot_pool_put(&dp->slots, s);
 		return err;
 	}
 	*slot = s;
 	return 0;
+}
+
+int dataplane_slot_clear(struct dataplane *dp, uint32_t slot)
+{
+	uint32_t dir;
+
+	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+		memset(&dp->gates[slot * VSOCKMAP_NR_DIRS + dir], 0, sizeof(*dp->gates));
+	return zero_counters(dp, slot);
 }
 
 void dataplane_slot_free(struct dataplane *dp, uint32_t slot)

@@ -131,9 +131,24 @@ bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t 
 int dataplane_queue_info(struct dataplane *dp, int fd, uint64_t cookie, uint64_t epoch,
 			 uint64_t tick_usec, struct vsockmap_queue_info *out);
 
-/* A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters. */
-int dgram_plane_open(struct dataplane *dp, uint32_t slot, struct dgram_plane **out);
-void dgram_plane_close(struct dgram_plane *gp);
+/*
+ * A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters,
+ * with a slot of its own. take() hands out a spare plane, or loads one (-EPERM once the
+ * spares are filled and CAP_BPF is about to go: dgram_plane.c); give_back() keeps it as a
+ * spare for the next listener.
+ */
+#define DGRAM_SPARES 4
+int dgram_plane_take(struct dataplane *dp, struct dgram_plane **out);
+void dgram_plane_give_back(struct dataplane *dp, struct dgram_plane *gp);
+void dgram_plane_close(struct dataplane *dp, struct dgram_plane *gp);
+uint32_t dgram_plane_slot(const struct dgram_plane *gp);
+/*
+ * Load spares up to DGRAM_SPARES, before the capabilities are dropped; from then on take()
+ * loads none (-EPERM).
+ */
+int dataplane_dgram_spares_fill(struct dataplane *dp);
+/* Close the spares, before dataplane_close(). */
+void dataplane_dgram_spares_close(struct dataplane *dp);
 /* Hand the bound dgram socket to the verdict; fd < 0 takes it back. */
 int dgram_plane_set_socket(struct dgram_plane *gp, int fd);
 /* Where datagrams go: a destination added with dataplane_add_destination(); 0 for none. */

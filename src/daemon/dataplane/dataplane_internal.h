@@ -41,11 +41,19 @@ struct dataplane {
 	struct bpf_link *iter_link;  /* the queue iterator over egress, attached once */
 	struct bpf_link *probe_link; /* the queue probe, on the daemon's own cgroup */
 	bool maps_reused;	     /* loaded on top of the maps a previous instance stored */
+	struct dgram_plane *dgram_spares; /* loaded, unused: dgram_plane_take() hands them out */
+	unsigned int n_dgram_spares;
+	bool dgram_sealed; /* spares filled, capabilities about to go: no more loads */
 };
 
 struct dgram_plane {
 	struct vsockmap_bpf *skel;
+	uint32_t slot; /* its own, for its life: the verdict is loaded with it */
+	struct dgram_plane *next; /* in dp->dgram_spares */
 };
+
+/* Zero a slot's gates and counters, for its next user. */
+int dataplane_slot_clear(struct dataplane *dp, uint32_t slot);
 
 /*
  * 1 if the kernel passes a unix socket's queued skbs to the verdict when it is added to the

@@ -360,44 +360,47 @@ static void dgram_step(struct dgram_forwarder *f)
 	}
 }
 
-/* The socket's own verdict instance, and the socket in its sockhash. */
+/*
+ * The socket's own verdict instance, and the socket in its sockhash. With no spare plane left
+ * and CAP_BPF dropped (a reload added more UNIX-RECV sections than the spares), the listener
+ * runs in user space until the next restart, and says so.
+ */
 static int kernel_start(struct dgram_forwarder *f)
 {
 	struct listener *l = f->l;
 	int err;
 
-	err = dataplane_slot_alloc(f->d->dp, &f->slot);
-	if (err)
-		return err;
-	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
-	err = dgram_plane_open(f->d->dp, f->slot, &f->gp);
+	err = dgram_plane_take(f->d->dp, &f->gp);
+	if (err == -EPERM) {
+		f->gp = NULL;
+		log_notice("[%s] no datagram verdict left to load one without CAP_BPF (the daemon "
+			   "loads %d spares at start, then drops it): this section runs in user "
+			   "space until the next restart",
+			   l->rc->name, DGRAM_SPARES);
+		f->userspace = true; /* the listener says so (dgram_forwarder_userspace()) */
+		return 0;
+	}
 	if (err) {
 		f->gp = NULL;
-		log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", l->rc->name);
-		goto out_slot;
+		return log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program",
+				 l->rc->name);
 	}
+	f->slot = dgram_plane_slot(f->gp);
+	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
 	err = held_read_prepare(l->fd);
 	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
 	if (err) {
 		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
 			  l->rc->listen.path);
-		dgram_plane_close(f->gp);
+		dgram_plane_close(f->d->dp, f->gp);
 		f->gp = NULL;
-		goto out_slot;
 	}
-	return 0;
-
-out_slot:
-	dataplane_slot_free(f->d->dp, f->slot);
 	return err;
 }
 
 static void kernel_stop(struct dgram_forwarder *f)
 {
-	if (!f->gp)
-		return;
-	dgram_plane_close(f->gp);
-	dataplane_slot_free(f->d->dp, f->slot);
+	dgram_plane_give_back(f->d->dp, f->gp);
 	f->gp = NULL;
 }
 
@@ -456,6 +459,11 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 	kernel_stop(f);
 	free(f->buf);
 	free(f);
+}
+
+bool dgram_forwarder_userspace(const struct dgram_forwarder *f)
+{
+	return f->userspace;
 }
 
 uint64_t dgram_forwarder_progress_mark(const struct dgram_forwarder *f)

@@ -28,6 +28,8 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
  */
 bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch);
 /* As redirect_progress_mark(): the daemon's bytes written less the target's send queue. */
+/* Forwarding in user space: asked for, or no datagram verdict was left (kernel_start()). */
+bool dgram_forwarder_userspace(const struct dgram_forwarder *f);
 uint64_t dgram_forwarder_progress_mark(const struct dgram_forwarder *f);
 
 #endif

@@ -304,9 +304,12 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 		return err;
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
-	if (rc->listen.kind == ADDRESS_UNIX_RECV)
+	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
 		err = dgram_forwarder_start(d, l, &l->dgram);
-	else
+		if (!err && !l->userspace && dgram_forwarder_userspace(l->dgram))
+			listener_set_userspace(l, "no spare datagram verdict left until the "
+						  "next restart");
+	} else
 		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
