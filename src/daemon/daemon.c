@@ -122,6 +122,25 @@ static void log_datapath(struct daemon *d)
 }
 
 /*
+ * The datagram verdicts of the UNIX-RECV sections, and DGRAM_SPARES more for those a reload
+ * may add, all now: the daemon loads no program once it runs (drop_privileges()). Without
+ * them the sections run in user space, and say so (dgram_forwarder.c).
+ */
+static void load_dgram_verdicts(struct daemon *d)
+{
+	unsigned int n = 0;
+	size_t i;
+	int err;
+
+	for (i = 0; i < d->cfg.n_redirects; i++)
+		if (d->cfg.redirects[i].listen.kind == ADDRESS_UNIX_RECV)
+			n++;
+	err = dataplane_dgram_spares_fill(d->dp, n);
+	if (err)
+		log_errno(LOG_WARNING, err, "loading the datagram verdicts");
+}
+
+/*
  * The kernel path, unless datapath=userspace, or unless it cannot load and datapath=auto (no
  * BPF rights, a kernel without sockmap or BTF): then every redirect runs in user space.
  */
@@ -142,6 +161,7 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	if (!err) {
 		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
 		log_datapath(d);
+		load_dgram_verdicts(d);
 		return 0;
 	}
 	dataplane_close(d->dp);
@@ -213,7 +233,8 @@ static int check_options(const struct daemon *d, const struct daemon_options *op
 
 /*
  * Everything is open: keep only what serving and reloading need (privileges.h). The spare
- * datagram verdicts are loaded first: a reload loads no BPF program.
+ * datagram verdicts were loaded with the object (load_dgram_verdicts()): from now on the
+ * daemon loads no BPF program.
  */
 static int drop_privileges(struct daemon *d)
 {
@@ -221,11 +242,8 @@ static int drop_privileges(struct daemon *d)
 	uint64_t kept;
 	int err;
 
-	if (d->dp) {
-		err = dataplane_dgram_spares_fill(d->dp);
-		if (err)
-			return log_errno(LOG_ERR, err, "loading the spare datagram verdicts");
-	}
+	if (d->dp)
+		dataplane_dgram_seal(d->dp);
 	err = privileges_drop(privileges_needed(&d->cfg, d->dp != NULL), &kept);
 	if (err)
 		return log_errno(LOG_ERR, err, "dropping capabilities");

@@ -61,8 +61,12 @@ host_caps_cases() {
 
 	for i in 1 2 3 4 5; do
 		vsm-peer server "unix:$dir/srvd$i.sock" --sink --seed "$i" --expect 40K --count 1 \
-			--timeout 30 >"$dir/srvd$i.out" 2>&1 &
+			--timeout 30 --ready-file "$dir/srvd$i.ready" >"$dir/srvd$i.out" 2>&1 &
 		srv+=($!)
+	done
+	# Servers up first: each section connects at once (a redial is another test's).
+	for i in 1 2 3 4 5; do
+		wait_for_file "$dir/srvd$i.ready" 10 || bad=1
 	done
 	caps_conf "$dir" 5 >"$dir/c.conf"
 	kill -HUP "$pid"
@@ -82,8 +86,9 @@ host_caps_cases() {
 	kernel=$(grep -c '\[d[1-5]\] receiving datagrams on .*data path: kernel$' "$dir/daemon.log")
 	# Removing them gives their verdicts back: a section added then takes one.
 	vsm-peer server "unix:$dir/srve1.sock" --sink --seed 6 --expect 40K --count 1 \
-		--timeout 30 >"$dir/srve1.out" 2>&1 &
+		--timeout 30 --ready-file "$dir/srve1.ready" >"$dir/srve1.out" 2>&1 &
 	srv+=($!)
+	wait_for_file "$dir/srve1.ready" 10 || bad=1
 	caps_conf "$dir" 1 e >"$dir/c.conf"
 	kill -HUP "$pid"
 	wait_for_file "$dir/e1.sock" 10 || bad=1
@@ -108,5 +113,5 @@ host_caps_cases() {
 	else
 		vmtest_fail caps-reload-adds-dgram "bad=$bad, user-space notices=$user, kernel sections=$kernel (want 4, and e1): $(cat "$dir"/srv*.out | tr '\n' ' ') $(tail -n 3 "$dir/daemon.log" | tr '\n' ' ')"
 	fi
-	rm -rf "$dir"
+	[ -n "${CAPS_KEEP:-}" ] || rm -rf "$dir"
 }

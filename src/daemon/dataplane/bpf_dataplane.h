@@ -133,9 +133,9 @@ int dataplane_queue_info(struct dataplane *dp, int fd, uint64_t cookie, uint64_t
 
 /*
  * A UNIX-RECV listener: its own small sockhash and verdict program, sharing the counters,
- * with a slot of its own. take() hands out a spare plane, or loads one (-EPERM once the
- * spares are filled and CAP_BPF is about to go: dgram_plane.c); give_back() keeps it as a
- * spare for the next listener.
+ * with a slot of its own. take() hands out a spare plane, or loads one (-EPERM once sealed:
+ * CAP_BPF is about to go, dgram_plane.c); give_back() keeps it as a spare for the next
+ * listener.
  */
 #define DGRAM_SPARES 4
 int dgram_plane_take(struct dataplane *dp, struct dgram_plane **out);
@@ -143,10 +143,12 @@ void dgram_plane_give_back(struct dataplane *dp, struct dgram_plane *gp);
 void dgram_plane_close(struct dataplane *dp, struct dgram_plane *gp);
 uint32_t dgram_plane_slot(const struct dgram_plane *gp);
 /*
- * Load spares up to DGRAM_SPARES, before the capabilities are dropped; from then on take()
- * loads none (-EPERM).
+ * Load spares up to DGRAM_SPARES + extra (the UNIX-RECV sections about to take theirs), at
+ * start; after dataplane_dgram_seal() (the capabilities are about to go) take() loads none
+ * but returns -EPERM.
  */
-int dataplane_dgram_spares_fill(struct dataplane *dp);
+int dataplane_dgram_spares_fill(struct dataplane *dp, unsigned int extra);
+void dataplane_dgram_seal(struct dataplane *dp);
 /* Close the spares, before dataplane_close(). */
 void dataplane_dgram_spares_close(struct dataplane *dp);
 /* Hand the bound dgram socket to the verdict; fd < 0 takes it back. */

@@ -125,12 +125,12 @@ uint32_t dgram_plane_slot(const struct dgram_plane *gp)
 	return gp->slot;
 }
 
-int dataplane_dgram_spares_fill(struct dataplane *dp)
+int dataplane_dgram_spares_fill(struct dataplane *dp, unsigned int extra)
 {
 	struct dgram_plane *gp;
 	int err;
 
-	while (dp->n_dgram_spares < DGRAM_SPARES) {
+	while (dp->n_dgram_spares < DGRAM_SPARES + extra) {
 		gp = dgram_plane_open(dp, &err);
 		if (!gp)
 			return err;
@@ -138,8 +138,12 @@ int dataplane_dgram_spares_fill(struct dataplane *dp)
 		dp->dgram_spares = gp;
 		dp->n_dgram_spares++;
 	}
-	dp->dgram_sealed = true;
 	return 0;
+}
+
+void dataplane_dgram_seal(struct dataplane *dp)
+{
+	dp->dgram_sealed = true;
 }
 
 void dataplane_dgram_spares_close(struct dataplane *dp)
