@@ -28,6 +28,12 @@ SRC_INCLUDES	:= $(addprefix -I,$(SRC_DIRS))
 override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) $(SRC_INCLUDES) \
 		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -MMD -MP
 LDLIBS		+= $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+# The daemon's test knobs (VSOCKMAPD_TEST_*, docs/hacking.md): in every build but the
+# package's (debian/rules builds with TEST_KNOBS=0), so the installed daemon has none.
+TEST_KNOBS	?= 1
+ifeq ($(TEST_KNOBS),1)
+override CFLAGS	+= -DVSOCKMAP_TEST_KNOBS
+endif
 # The object is embedded in the daemon whole, its DWARF too: no build path in it.
 BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -I$(OUTPUT) -Iinclude -MMD -MP \
 		   -ffile-prefix-map=$(CURDIR)=.

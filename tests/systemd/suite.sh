@@ -834,6 +834,13 @@ test_analyze() {
 	else
 		vmtest_fail analyze-security "exposure $score > 2.0; exposed: $bad"
 	fi
+	# The package's daemon has no test knob (Makefile, TEST_KNOBS; docs/hacking.md): a test
+	# build's binary carries the variables' names.
+	if grep -qa 'VSOCKMAPD_TEST_' /usr/sbin/vsockmapd; then
+		vmtest_fail no-test-knobs "/usr/sbin/vsockmapd names $(grep -ao 'VSOCKMAPD_TEST_[A-Z_]*' /usr/sbin/vsockmapd | sort -u | tr '\n' ' ')"
+	else
+		vmtest_pass no-test-knobs "/usr/sbin/vsockmapd reads no VSOCKMAPD_TEST_ variable"
+	fi
 	# --man=no: the image carries no man pages.
 	out=$(systemd-analyze verify --man=no /lib/systemd/system/vsockmapd.service \
 		/etc/systemd/system/vsockmapd.socket /etc/systemd/system/vsockmapd-logs.socket 2>&1)

@@ -200,10 +200,11 @@ int redirect_arm_timer(struct redirect *r, uint64_t deadline)
 
 void redirect_loop_init(struct redirect_loop *loop)
 {
-	const char *e;
-
 	*loop = (struct redirect_loop){.epfd = -1};
-	e = getenv("VSOCKMAPD_TEST_INSERT_DELAY_US");
+#ifdef VSOCKMAP_TEST_KNOBS
+	/* Test builds only: the package's daemon has no knob (Makefile, TEST_KNOBS). */
+	const char *e = getenv("VSOCKMAPD_TEST_INSERT_DELAY_US");
+
 	loop->test_insert_delay_us = e ? strtol(e, NULL, 10) : 0;
 	if (loop->test_insert_delay_us < 0)
 		loop->test_insert_delay_us = 0;
@@ -211,6 +212,7 @@ void redirect_loop_init(struct redirect_loop *loop)
 	loop->test_insert_queued = e ? strtol(e, NULL, 10) : 0;
 	if (loop->test_insert_queued < 0)
 		loop->test_insert_queued = 0;
+#endif
 }
 
 void redirect_events_forget(struct redirect *r)

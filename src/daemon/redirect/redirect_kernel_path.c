@@ -79,8 +79,10 @@ again:
 			goto again;
 		return; /* wait for EPOLLOUT, or the injector's retry */
 	}
+#ifdef VSOCKMAP_TEST_KNOBS
 	if (r->d->redirect_loop.test_insert_delay_us)
 		usleep(r->d->redirect_loop.test_insert_delay_us);
+#endif
 insert:
 	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
 	if (err && dir_injecting(dir)) {
