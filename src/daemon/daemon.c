@@ -307,6 +307,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = open_dataplane(d, opts);
 	if (err)
 		goto out;
+	handover_reserve_ids(d);
 	err = open_listeners(d);
 	if (err)
 		goto out;

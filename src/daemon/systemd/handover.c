@@ -117,6 +117,16 @@ static int parse_pair(const char *name, struct pair_name *p)
 	return 0;
 }
 
+void handover_reserve_ids(struct daemon *d)
+{
+	struct pair_name p;
+	size_t i;
+
+	for (i = 0; i < d->passed.n; i++)
+		if (stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.id > d->next_id)
+			d->next_id = p.id;
+}
+
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 {
 	struct pair_name p;

@@ -29,6 +29,12 @@ struct handover_state {
  */
 int handover_map_fd(void *ctx, const char *name);
 
+/*
+ * IDs of the stored redirects, so that nothing started before they are taken back (a
+ * UNIX-RECV listener's forwarder) gets one of them: daemon_next_id() goes on from the highest.
+ */
+void handover_reserve_ids(struct daemon *d);
+
 /* Slots of the stored redirects, so that nothing else takes them: calls reserve() for each. */
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
 
