@@ -368,6 +368,7 @@ void daemon_stop(struct daemon *d)
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;
+	handover_close_probe_links(d);
 	if (d->dp)
 		dataplane_dgram_spares_close(d->dp);
 	dataplane_close(d->dp);

@@ -184,6 +184,11 @@ static int attach_probe(struct dataplane *dp)
 	return err;
 }
 
+int dataplane_probe_link_fd(const struct dataplane *dp)
+{
+	return dp->probe_link ? bpf_link__fd(dp->probe_link) : -ENOENT;
+}
+
 static void unload(struct dataplane *dp)
 {
 	bpf_link__destroy(dp->probe_link);

@@ -126,6 +126,11 @@ int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
  * exact signal, -ENOENT if the socket is in no sockmap.
  */
 uint64_t dataplane_queue_epoch(const struct dataplane *dp);
+/*
+ * The queue probe's cgroup link, or -ENOENT: the probe answers for sockets made in this
+ * instance's cgroup only, so a restart hands the link over with the sockets (handover.c).
+ */
+int dataplane_probe_link_fd(const struct dataplane *dp);
 /* dataplane_queue_info() would answer without walking the map: the probe, or a fresh pass. */
 bool dataplane_queue_fresh(const struct dataplane *dp, uint64_t epoch, uint64_t tick_usec);
 int dataplane_queue_info(struct dataplane *dp, int fd, uint64_t cookie, uint64_t epoch,

@@ -520,6 +520,11 @@ void redirect_mark_handed_over(struct redirect *r)
 	redirect_enter(r, REDIRECT_HANDED_OVER);
 }
 
+bool redirect_adopted(const struct redirect *r)
+{
+	return r->adopted;
+}
+
 int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd)
 {
@@ -530,6 +535,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 	r = redirect_new(d, l, id, client_fd, target_fd);
 	if (!r)
 		return -ENOMEM;
+	r->adopted = true;
 	if (slot == REDIRECT_SLOT_USERSPACE) {
 		/* Carried in user space before: nothing in the maps, the daemon copies both ways.
 		 */

@@ -107,6 +107,8 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 			    int *client_fd, int *target_fd);
 /* Its sockets are in systemd's fd store: closing it leaves the maps alone. */
 void redirect_mark_handed_over(struct redirect *r);
+/* Taken back from a previous instance: its sockets were made in another cgroup. */
+bool redirect_adopted(const struct redirect *r);
 /* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
 int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd);

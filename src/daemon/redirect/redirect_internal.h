@@ -77,6 +77,7 @@ struct direction {
 	int pipe[2];
 	size_t in_pipe;
 	bool no_splice;
+	bool probe_missed; /* the queue probe did not answer for the destination: logged */
 	int64_t left_behind;	  /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
 	uint64_t left_verdicts;	  /* verdict runs (redirected + held) when last checked */
 	uint64_t left_check_usec; /* when to look at it again */
@@ -113,6 +114,7 @@ struct redirect {
 	uint32_t slot;
 	bool has_slot;
 	bool userspace; /* the daemon carries both ways: no sockhash (datapath=userspace) */
+	bool adopted;	/* taken back from a previous instance (redirect_adopt()) */
 	bool linked;	/* the client's cookie is in the links map */
 	enum redirect_phase phase; /* changed by redirect_enter() only */
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */

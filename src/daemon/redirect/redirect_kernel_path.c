@@ -297,6 +297,18 @@ static bool dir_drained(struct redirect *r, int src)
 	err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
 	if (!err)
 		return !qi.backlog_skbs && !qi.partial_bytes;
+	/*
+	 * The probe runs for the sockets of the cgroup it is attached to: one made by another
+	 * instance (taken back at a restart) is not in it, and the kernel answers the unknown
+	 * option itself.
+	 */
+	if (err == -ENOPROTOOPT && !dir->probe_missed) {
+		dir->probe_missed = true;
+		redirect_log(r, LOG_WARNING,
+			     "the queue probe does not answer for the %s's socket (made in "
+			     "another cgroup): the drain has no exact signal",
+			     src == CLIENT ? "target" : "client");
+	}
 	if (err == -ENOENT)
 		return true;
 	/* Out of descriptors or memory for the pass: ask again at the next tick. */

@@ -20,6 +20,18 @@
  *   vsm-listen.SECTION             a listening socket the daemon created
  *   vsm-pair.ID.SLOT.HALF.c.SECTION  a redirect's client socket; "t": its target socket;
  *                                  HALF: which ways are already half-closed (redirect.h)
+ *   vsm-probe.N                    the queue probe's cgroup link (N = 0), and those of
+ *                                  earlier instances this one still needs (1, 2, ...)
+ *
+ * Why the probe links: the queue probe answers getsockopt() for sockets made in the cgroup it
+ * is attached to, and systemd gives each start of the unit a new cgroup. A target socket the
+ * previous instance made stays in that instance's cgroup, whose programs go when their link
+ * closes: without it, a redirect taken back would lose its exact drain signal and fall back to
+ * the timed heuristic, which a vsock reader granting credit in bursts can fool into shutting
+ * the target down before the kernel has sent everything (the bytes it still held were lost,
+ * and the backlog's next send failed with EPIPE). Kept, the link keeps the probe on that
+ * cgroup for as long as its sockets live. An instance keeps what it inherited until its own
+ * end, and hands it on only while a redirect it took back is handed on too.
  *
  * Not handed over: UNIX-RECV sockets (closed and made again, so datagrams sent meanwhile
  * fail at the sender), listeners systemd passed by socket activation (the .socket unit keeps
@@ -215,6 +227,23 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	return redirect_adopt(d, l, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
 }
 
+/* "vsm-probe.N": kept for the sockets of the instance that made it (see the top). */
+static void keep_probe_link(struct daemon *d, size_t i)
+{
+	struct handover_state *h = &d->handover;
+
+	if (strncmp(stored_name(d, i), HANDOVER_PREFIX "probe.", strlen(HANDOVER_PREFIX "probe.")))
+		return;
+	if (h->n_probe_links == HANDOVER_PROBE_LINKS_MAX) {
+		log_warn("restart: more than %d queue probe links stored; the redirects taken "
+			 "back from the oldest instances may drain without an exact signal",
+			 HANDOVER_PROBE_LINKS_MAX);
+		safe_close(passed_fds_take(&d->passed, i));
+		return;
+	}
+	h->probe_links[h->n_probe_links++] = passed_fds_take(&d->passed, i);
+}
+
 int handover_adopt(struct daemon *d)
 {
 	bool maps_reused = d->dp && dataplane_maps_reused(d->dp);
@@ -222,6 +251,9 @@ int handover_adopt(struct daemon *d)
 	int n = 0, r;
 
 	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i))
+			continue;
+		keep_probe_link(d, i);
 		if (!stored(d, i))
 			continue;
 		r = adopt_one(d, i, maps_reused);
@@ -269,6 +301,12 @@ void handover_release(struct daemon *d)
 	}
 }
 
+void handover_close_probe_links(struct daemon *d)
+{
+	while (d->handover.n_probe_links)
+		safe_close(d->handover.probe_links[--d->handover.n_probe_links]);
+}
+
 /* ---- the stopping side ---- */
 
 static int store(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -303,9 +341,29 @@ static int store_map(void *ctx, const char *name, int fd)
 	return err;
 }
 
+/*
+ * The probe links the next instance needs for the pairs it takes back: this instance's, and
+ * the inherited ones while a pair taken back from an earlier instance goes on.
+ */
+static void store_probe_links(struct daemon *d, size_t pairs, bool adopted_pairs)
+{
+	struct handover_state *h = &d->handover;
+	int fd = d->dp ? dataplane_probe_link_fd(d->dp) : -ENOENT;
+	size_t i, n = 0;
+
+	if (!pairs)
+		return;
+	if (fd >= 0 && !store(fd, HANDOVER_PREFIX "probe.%zu", n))
+		n++;
+	for (i = 0; adopted_pairs && i < h->n_probe_links; i++)
+		if (!store(h->probe_links[i], HANDOVER_PREFIX "probe.%zu", n))
+			n++;
+}
+
 static void store_all(struct daemon *d)
 {
 	size_t i, pairs = 0, unsettled = 0, maps = 0;
+	bool adopted_pairs = false;
 	const char *why;
 	struct redirect *r;
 	uint64_t id;
@@ -345,9 +403,11 @@ static void store_all(struct daemon *d)
 			log_errno(LOG_ERR, err, "handing redirect %" PRIu64 " to systemd", id);
 			continue;
 		}
+		adopted_pairs |= redirect_adopted(r);
 		redirect_mark_handed_over(r);
 		pairs++;
 	}
+	store_probe_links(d, pairs, adopted_pairs);
 	log_notice("restart: handed %zu redirect%s, the listeners and %zu BPF maps to systemd%s",
 		   pairs, pairs == 1 ? "" : "s", maps,
 		   unsettled ? "; some had not settled and close" : "");

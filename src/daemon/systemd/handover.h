@@ -17,10 +17,15 @@ struct redirect_config;
  * HANDOVER_PREFIX...; these take it from there.
  */
 
+/* The queue probe links of previous instances this one keeps (handover.c). */
+#define HANDOVER_PROBE_LINKS_MAX 16
+
 /* A restart under way, and what the next instance found. */
 struct handover_state {
 	uint64_t settle_deadline; /* stopping: store what has settled by then */
 	bool sha_warned;	  /* starting: the stored maps are another build's (said once) */
+	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
+	size_t n_probe_links;
 };
 
 /*
@@ -47,6 +52,9 @@ int handover_adopt(struct daemon *d);
 
 /* Close what nobody claimed (a stored listener's socket file goes with it). */
 void handover_release(struct daemon *d);
+
+/* Close the inherited probe links (the daemon is done with every redirect). */
+void handover_close_probe_links(struct daemon *d);
 
 /*
  * SIGTERM: if systemd is restarting the unit, stop accepting, let redirects settle, store
