@@ -72,6 +72,12 @@ struct direction {
 	uint64_t user_packets;
 	uint64_t drain_started_usec;
 	uint64_t drain_epoch; /* iterator passes made before the drain began: too old for it */
+	/* An exact drain signal: the target's backlog as last seen (skbs << 32 + partial bytes)
+	 * and when it last changed. drain-timeout counts from then, not from the drain's start:
+	 * a slow reader moves the backlog on in vsock-credit bursts, and that is not a stall. */
+	uint64_t drain_mark;
+	uint64_t drain_moved_usec;
+	bool drain_over; /* seen empty, or given up (and logged once): true until the next drain */
 	size_t buf_size;
 	/* DIR_COPY out of the target: splice() through a pipe, one copy fewer than recv/send */
 	int pipe[2];

@@ -231,6 +231,40 @@ void dir_check_left_behind(struct redirect *r, int src)
 	dir_enter(r, src, DIR_LEFT_BEHIND);
 }
 
+/*
+ * An exact drain signal also says whether the backlog moves: the worker takes an skb off
+ * the queue, or sends part of the head one, only as the target's reader makes room. A slow
+ * reader of a vsock target grants credit in bursts (one credit update per 192 KiB it takes,
+ * virtio_transport_stream_do_dequeue()), so a backlog that still holds most of a stream at
+ * the client's EOF can take far longer than drain-timeout to leave while never standing
+ * still. drain-timeout is counted from its last movement (docs/kernel-notes.md, "A slow
+ * reader behind a full backlog").
+ */
+static void drain_note(struct direction *dir, const struct vsockmap_queue_info *qi, uint64_t now)
+{
+	uint64_t mark = ((uint64_t)qi->backlog_skbs << 32) + qi->partial_bytes;
+
+	if (mark != dir->drain_mark) {
+		dir->drain_mark = mark;
+		dir->drain_moved_usec = now;
+	}
+}
+
+/* drain-timeout has passed since the backlog last moved: look once more before giving up. */
+static bool drain_moved(struct redirect *r, int src, uint64_t now)
+{
+	struct direction *dir = &r->dir[src];
+	struct endpoint *dst = &r->ep[1 - src];
+	struct vsockmap_queue_info qi;
+	uint64_t before = dir->drain_moved_usec;
+
+	if (!dataplane_exact_drain(dataplane_features(r->d->dp)) ||
+	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
+		return false;
+	drain_note(dir, &qi, now);
+	return dir->drain_moved_usec != before;
+}
+
 static bool dir_drained(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
@@ -248,8 +282,20 @@ static bool dir_drained(struct redirect *r, int src)
 	if (!dir->drain_started_usec) {
 		dir->drain_started_usec = now;
 		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
+		dir->drain_moved_usec = now;
+		dir->drain_mark = UINT64_MAX;
+		dir->drain_over = false;
 	}
-	if (now - dir->drain_started_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC) {
+	/*
+	 * The steps after the drain (held bytes, the socket's own queue) may take many ticks
+	 * and call again: the backlog, once seen empty after the EOF, gets nothing more, and a
+	 * drain given up was logged once.
+	 */
+	if (dir->drain_over)
+		return true;
+	if (now - dir->drain_moved_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC &&
+	    !drain_moved(r, src, now)) {
+		dir->drain_over = true;
 		if (r->d->stopping && !dataplane_exact_drain(dataplane_features(r->d->dp))) {
 			redirect_log(
 			    r, LOG_INFO,
@@ -295,8 +341,11 @@ static bool dir_drained(struct redirect *r, int src)
 		return false;
 	}
 	err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
-	if (!err)
-		return !qi.backlog_skbs && !qi.partial_bytes;
+	if (!err) {
+		drain_note(dir, &qi, now);
+		dir->drain_over = !qi.backlog_skbs && !qi.partial_bytes;
+		return dir->drain_over;
+	}
 	/*
 	 * The probe runs for the sockets of the cgroup it is attached to: one made by another
 	 * instance (taken back at a restart) is not in it, and the kernel answers the unknown
