@@ -77,13 +77,13 @@ struct direction {
 	 * a slow reader moves the backlog on in vsock-credit bursts, and that is not a stall. */
 	uint64_t drain_mark;
 	uint64_t drain_moved_usec;
-	bool drain_over; /* seen empty, or given up (and logged once): true until the next drain */
 	size_t buf_size;
 	/* DIR_COPY out of the target: splice() through a pipe, one copy fewer than recv/send */
 	int pipe[2];
 	size_t in_pipe;
 	bool no_splice;
 	bool probe_missed; /* the queue probe did not answer for the destination: logged */
+	bool drain_over; /* seen empty, or given up (and logged once): true until the next drain */
 	int64_t left_behind;	  /* DIR_OPEN: SIOCINQ when last checked; 0: nothing left behind */
 	uint64_t left_verdicts;	  /* verdict runs (redirected + held) when last checked */
 	uint64_t left_check_usec; /* when to look at it again */
