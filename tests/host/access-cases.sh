@@ -97,22 +97,9 @@ allow-gid = , ,"
 }
 
 # access_capabilities PID: once set up, the daemon holds exactly CAP_NET_ADMIN (12), in
-# every set but the inheritable and ambient ones (tests/host/caps-cases.sh: after a reload).
+# every set but the inheritable and ambient ones (caps_check, tests/host/caps-cases.sh).
 access_capabilities() {
-	local want=0000000000001000 eff prm bnd inh amb i
-	# The listeners open before the drop: wait for the line that says it is done.
-	for ((i = 0; i < 100; i++)); do
-		grep -q 'capabilities kept' "$ACCESS_DIR/daemon.log" && break
-		sleep 0.1
-	done
-	read -r eff prm bnd inh amb < <(awk '/^Cap(Eff|Prm|Bnd|Inh|Amb):/ {v[$1]=$2}
-		END {print v["CapEff:"], v["CapPrm:"], v["CapBnd:"], v["CapInh:"], v["CapAmb:"]}' "/proc/$1/status")
-	if [[ $eff == "$want" && $prm == "$want" && $bnd == "$want" && $inh == 0000000000000000 &&
-		$amb == 0000000000000000 ]] && grep -q 'capabilities kept: cap_net_admin$' "$ACCESS_DIR/daemon.log"; then
-		vmtest_pass caps-dropped "CapEff=CapPrm=CapBnd=$eff: $(grep -o 'capabilities kept.*' "$ACCESS_DIR/daemon.log")"
-	else
-		vmtest_fail caps-dropped "CapEff=$eff CapPrm=$prm CapBnd=$bnd CapInh=$inh CapAmb=$amb, want $want"
-	fi
+	caps_check caps-dropped "$1" "$ACCESS_DIR/daemon.log"
 }
 
 access_allow_lists() {

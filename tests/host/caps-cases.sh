@@ -15,9 +15,21 @@ caps_of() {
 		END {print v["CapEff:"], v["CapPrm:"], v["CapBnd:"], v["CapInh:"], v["CapAmb:"]}' "/proc/$1/status"
 }
 
-# caps_check NAME PID LOG: the daemon holds CAP_NET_ADMIN and nothing else.
+# caps_wait_log LOG PATTERN [COUNT]: up to 10 s for COUNT (1) lines of LOG to match PATTERN.
+caps_wait_log() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -c "$2" "$1") >= ${3:-1})) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# caps_check NAME PID LOG: once it has dropped them (the listeners open before the drop: its
+# log says when), the daemon holds CAP_NET_ADMIN and nothing else.
 caps_check() {
 	local name=$1 pid=$2 log=$3 eff prm bnd inh amb
+	caps_wait_log "$log" 'capabilities kept'
 	read -r eff prm bnd inh amb < <(caps_of "$pid")
 	if [[ $eff == "$CAPS_NET_ADMIN" && $prm == "$CAPS_NET_ADMIN" && $bnd == "$CAPS_NET_ADMIN" &&
 		$inh == 0000000000000000 && $amb == 0000000000000000 ]] &&
@@ -52,11 +64,6 @@ host_caps_cases() {
 		rm -rf "$dir"
 		return
 	fi
-	# The control socket opens before the drop: wait for the line that says it is done.
-	for ((i = 0; i < 100; i++)); do
-		grep -q 'capabilities kept' "$dir/daemon.log" && break
-		sleep 0.1
-	done
 	caps_check caps-after-start "$pid" "$dir/daemon.log"
 
 	for i in 1 2 3 4 5; do
@@ -73,10 +80,7 @@ host_caps_cases() {
 	for i in 1 2 3 4 5; do
 		wait_for_file "$dir/d$i.sock" 10 || bad=1
 	done
-	for ((i = 0; i < 100; i++)); do
-		grep -q 'reloaded' "$dir/daemon.log" && break
-		sleep 0.1
-	done
+	caps_wait_log "$dir/daemon.log" 'reloaded' || bad=1
 	caps_check caps-after-reload "$pid" "$dir/daemon.log"
 	for i in 1 2 3 4 5; do
 		vsm-peer client "unix-dgram:$dir/d$i.sock" --seed "$i" --dgram-count 10 --msg-size 4K \
@@ -92,10 +96,7 @@ host_caps_cases() {
 	caps_conf "$dir" 1 e >"$dir/c.conf"
 	kill -HUP "$pid"
 	wait_for_file "$dir/e1.sock" 10 || bad=1
-	for ((i = 0; i < 100; i++)); do
-		[[ $(grep -c 'reloaded' "$dir/daemon.log") == 2 ]] && break
-		sleep 0.1
-	done
+	caps_wait_log "$dir/daemon.log" 'reloaded' 2 || bad=1
 	vsm-peer client "unix-dgram:$dir/e1.sock" --seed 6 --dgram-count 10 --msg-size 4K \
 		>"$dir/clie1.out" 2>&1 || bad=1
 	grep -q '\[e1\] receiving datagrams on .*data path: kernel$' "$dir/daemon.log" || kernel=0
