@@ -82,6 +82,13 @@ void dgram_plane_close(struct dataplane *dp, struct dgram_plane *gp)
 	free(gp);
 }
 
+static void spare_push(struct dataplane *dp, struct dgram_plane *gp)
+{
+	gp->next = dp->dgram_spares;
+	dp->dgram_spares = gp;
+	dp->n_dgram_spares++;
+}
+
 int dgram_plane_take(struct dataplane *dp, struct dgram_plane **out)
 {
 	struct dgram_plane *gp = dp->dgram_spares;
@@ -115,9 +122,7 @@ void dgram_plane_give_back(struct dataplane *dp, struct dgram_plane *gp)
 	}
 	while (!dgram_plane_pop_len(gp))
 		;
-	gp->next = dp->dgram_spares;
-	dp->dgram_spares = gp;
-	dp->n_dgram_spares++;
+	spare_push(dp, gp);
 }
 
 uint32_t dgram_plane_slot(const struct dgram_plane *gp)
@@ -134,9 +139,7 @@ int dataplane_dgram_spares_fill(struct dataplane *dp, unsigned int extra)
 		gp = dgram_plane_open(dp, &err);
 		if (!gp)
 			return err;
-		gp->next = dp->dgram_spares;
-		dp->dgram_spares = gp;
-		dp->n_dgram_spares++;
+		spare_push(dp, gp);
 	}
 	return 0;
 }
