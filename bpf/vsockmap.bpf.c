@@ -92,6 +92,13 @@ struct {
 /* Set by the daemon before load, for a dgram instance of this object. */
 const volatile __u32 dgram_slot = 0;
 
+/*
+ * A UNIX-RECV instance whose target keeps record bounds (seqpacket), written by the daemon:
+ * a datagram whose length cannot be recorded is dropped whole, and counted, instead of being
+ * held without its bounds (it would reach the target merged with its neighbours).
+ */
+__u32 dgram_keep_bounds = 0;
+
 /* Cookie that the queue iterator reports on; 0 reports every socket. */
 __u64 iter_cookie = 0;
 
@@ -157,11 +164,12 @@ static __always_inline void count(__u32 idx, __u32 len, int what)
  * Redirect skb to the destination socket, unless the gate says the daemon still owns the
  * stream (closed, or held bytes not yet forwarded) or the destination has left the map; then
  * the verdict holds it, counted as held, and the daemon forwards it in order: it goes to the
- * gate's hold socket, or, without one, up to the receiving socket. Returns true when the
- * skb is held. With counted false nothing is counted: the gate's held bytes are not
+ * gate's hold socket, or, without one, up to the receiving socket. Returns the verdict:
+ * SK_DROP only for a datagram that must keep its bounds and whose length could not be
+ * recorded. With counted false nothing is counted: the gate's held bytes are not
  * statistics but the ordering, and stay.
  */
-static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest,
+static __always_inline int redirect_or_hold(struct __sk_buff *skb, __u32 idx, __u64 *dest,
 					     struct sock *unix_receiver, bool record_len,
 					     bool counted)
 {
@@ -170,7 +178,7 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	__u64 hold;
 
 	if (!gate)
-		return true;
+		return SK_PASS;
 	/*
 	 * held is counted here, before the kernel queues the skb for the daemon: an skb the
 	 * daemon has counted as released may still be on its way into the psock queue. Its
@@ -180,14 +188,19 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	    bpf_sk_redirect_hash(skb, &egress, dest, 0) == SK_PASS) {
 		if (counted)
 			count(idx, len, -1);
-		return false;
+		return SK_PASS;
 	}
 	/*
 	 * A datagram's length goes in before held grows: the daemon treats a non-empty length
 	 * queue as "held, not yet read", which covers the moment before the skb is queued.
+	 * Queue full: a seqpacket target loses this datagram whole, counted, rather than the
+	 * bounds of every later one; a stream target takes it merged (bounds mean nothing there).
 	 */
-	if (record_len && bpf_map_push_elem(&dgram_held_lens, &len, 0))
-		count(idx, len, SK_DROP); /* length not recorded: this boundary is lost */
+	if (record_len && bpf_map_push_elem(&dgram_held_lens, &len, 0)) {
+		count(idx, len, SK_DROP);
+		if (dgram_keep_bounds)
+			return SK_DROP;
+	}
 	/*
 	 * To the daemon's hold socket where it has one. Passed up instead, the skb would be
 	 * charged to our socket (no sk_rcvbuf check: the sender is no longer slowed down), and
@@ -199,7 +212,7 @@ static __always_inline bool redirect_or_hold(struct __sk_buff *skb, __u32 idx, _
 	__sync_fetch_and_add(&gate->held, len);
 	if (counted)
 		count(idx, len, SK_PASS);
-	return true;
+	return SK_PASS;
 }
 
 static __always_inline int stream_verdict(struct __sk_buff *skb, bool counted)
@@ -243,9 +256,9 @@ int vsockmap_dgram_verdict(struct __sk_buff *skb)
 	__u32 idx = dgram_slot * VSOCKMAP_NR_DIRS, zero = 0;
 	__u64 *target = bpf_map_lookup_elem(&dgram_target, &zero);
 
-	if (target)
-		redirect_or_hold(skb, idx, target, NULL, true, true);
-	return SK_PASS;
+	if (!target)
+		return SK_PASS;
+	return redirect_or_hold(skb, idx, target, NULL, true, true);
 }
 
 /* Runs of the sk_msg verdicts below, for vsockmapctl status. */

@@ -60,7 +60,11 @@ struct vsockmap_counters {
 	__u64 bytes;
 	__u64 packets;
 	__u64 held_packets;    /* passed to the daemon while the gate was closed */
-	__u64 dropped_packets; /* UNIX-RECV: held datagrams whose length could not be kept */
+	/*
+	 * UNIX-RECV: held datagrams whose length could not be recorded (the queue was full):
+	 * dropped for a seqpacket target, merged with their neighbours for a stream target.
+	 */
+	__u64 dropped_packets;
 };
 
 /*

@@ -796,6 +796,37 @@ e2e_run_dgram() {
 	start_server seqpacket-boundaries "$(peer_seqpacket_addr 2)" --sink --count 1 \
 		--msg-size 4096 --expect 400K --timeout 60
 	scenario_seqpacket $_crc
+	scenario_seqpacket_held_full "$@"
+}
+
+# More datagrams held for an absent seqpacket target than the kernel records the lengths of (a
+# test build's 64 here, VSOCKMAPD_TEST_DGRAM_HELD_MAX; the package's 65,536): the verdict drops
+# those beyond whole, the daemon logs how many, and the first 64 arrive as 64 records. Before,
+# each datagram beyond lost its bounds and reached the target merged with its neighbours.
+scenario_seqpacket_held_full() {
+	VSOCKMAPD_TEST_DGRAM_HELD_MAX=64 e2e_start_daemon "$@" || return 1
+	if grep -q 'data path: user space, for every redirect' "$E2E_DIR/daemon.log"; then
+		e2e_stop_daemon
+		vmtest_skip seqpacket-held-full "the daemon runs in user space here: no verdict holds datagrams ($(grep -m1 -o 'data path: user space, for every redirect.*' "$E2E_DIR/daemon.log"))"
+		return 0
+	fi
+	vsm-peer client "unix-dgram:$E2E_DIR/seqpacket.sock" --dgram-count 200 --msg-size 4096 \
+		>"$E2E_DIR/seqpacket-held-full.client" 2>&1
+	_crc=$?
+	start_server seqpacket-held-full "$(peer_seqpacket_addr 2)" --sink --count 1 \
+		--msg-size 4096 --expect 256K --timeout 60
+	sleep 3 # the daemon's redial back-off, as in scenario_seqpacket
+	e2e_stop_daemon
+	wait "$SERVER_PID"
+	_src=$?
+	_line=$(grep -m1 '^server conn=' "$E2E_DIR/seqpacket-held-full.server")
+	_dropped=$(sed -n 's/.*\] \([0-9]*\) datagrams dropped: .*/\1/p' "$E2E_DIR/daemon.log" | head -n 1)
+	case "$_crc $_src $_dropped | $_line " in
+	"0 0 136 | "*" bytes=262144 "*" verify=ok "*" msgs=64 boundaries=ok "*)
+		vmtest_pass seqpacket-held-full "200 datagrams of 4 KiB for an absent target, 64 lengths recorded: 64 records arrived whole, 136 dropped and logged" ;;
+	*)
+		vmtest_fail seqpacket-held-full "client rc=$_crc server rc=$_src, logged dropped: ${_dropped:-none} (want 136) | ${_line:-no server line} | $(grep -m2 -E 'dropped|warn' "$E2E_DIR/daemon.log" | tr '\n' ' ')" ;;
+	esac
 }
 
 # While a 16 MiB stream crawls into a slow reader, vsockmapctl shows the daemon carrying

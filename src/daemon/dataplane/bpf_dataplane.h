@@ -161,6 +161,13 @@ int dgram_plane_set_socket(struct dgram_plane *gp, int fd);
 /* Where datagrams go: a destination added with dataplane_add_destination(); 0 for none. */
 int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie);
 /*
+ * The target keeps record bounds (seqpacket): a datagram the verdict cannot record the
+ * length of is dropped whole, and counted in dropped_packets, instead of held merged.
+ */
+void dgram_plane_set_keep_bounds(struct dgram_plane *gp, bool keep);
+/* How many held datagrams the kernel records the length of (the queue's size). */
+uint64_t dgram_plane_held_max(const struct dgram_plane *gp);
+/*
  * Length of the oldest datagram the verdict held for the daemon, -ENOENT if none is recorded:
  * peek it before reading the datagram, pop it once read.
  */

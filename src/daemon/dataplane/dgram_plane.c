@@ -58,6 +58,14 @@ static struct dgram_plane *dgram_plane_open(struct dataplane *dp, int *err)
 	*err = *err ?: bpf_map__reuse_fd(gp->skel->maps.gates, bpf_map__fd(main->maps.gates));
 	*err = *err ?: bpf_map__reuse_fd(gp->skel->maps.sockets, bpf_map__fd(main->maps.sockets));
 	*err = *err ?: bpf_map__reuse_fd(gp->skel->maps.egress, bpf_map__fd(main->maps.egress));
+#ifdef VSOCKMAP_TEST_KNOBS
+	/* Test builds only: a short length queue, to fill it in a test (Makefile, TEST_KNOBS). */
+	const char *held_max = getenv("VSOCKMAPD_TEST_DGRAM_HELD_MAX");
+
+	if (held_max && strtoul(held_max, NULL, 10) > 0)
+		*err = *err ?: bpf_map__set_max_entries(gp->skel->maps.dgram_held_lens,
+						       strtoul(held_max, NULL, 10));
+#endif
 	*err = *err ?: vsockmap_bpf__load(gp->skel);
 	if (*err)
 		goto out_free;
@@ -172,6 +180,16 @@ int dgram_plane_set_socket(struct dgram_plane *gp, int fd)
 	else
 		err = bpf_map_update_elem(map, &key, &value, BPF_ANY);
 	return err && errno != ENOENT ? -errno : 0;
+}
+
+void dgram_plane_set_keep_bounds(struct dgram_plane *gp, bool keep)
+{
+	__atomic_store_n(&gp->skel->bss->dgram_keep_bounds, keep, __ATOMIC_RELEASE);
+}
+
+uint64_t dgram_plane_held_max(const struct dgram_plane *gp)
+{
+	return bpf_map__max_entries(gp->skel->maps.dgram_held_lens);
 }
 
 int dgram_plane_set_target(struct dgram_plane *gp, uint64_t cookie)

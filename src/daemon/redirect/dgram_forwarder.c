@@ -56,7 +56,8 @@ struct dgram_forwarder {
 	 * holds them all (a target the sockhash refuses); without, nothing is in a sockhash.
 	 */
 	bool userspace;
-	bool merge_warned;
+	bool keep_bounds;	 /* the target is seqpacket */
+	uint64_t dropped_logged; /* dropped_packets already in the log */
 	uint64_t user_bytes, user_packets;
 	uint64_t discarded_bytes; /* sent back by the target */
 	uint64_t started_usec;
@@ -209,15 +210,13 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	}
 	if (f->held_taken == held)
 		return -EAGAIN;
+	/*
+	 * Not recorded: more were held than the length queue holds. For a stream target the
+	 * bounds mean nothing; a seqpacket target's verdict dropped those (report_dropped()).
+	 */
 	recorded = !dgram_plane_peek_len(f->gp, &len) && len <= DGRAM_BUF_SIZE;
-	if (!recorded) {
+	if (!recorded)
 		len = DGRAM_BUF_SIZE;
-		if (!f->merge_warned)
-			log_warn("[%s] more datagrams held than the kernel could record; some may "
-				 "reach a seqpacket target merged",
-				 f->l->rc->name);
-		f->merge_warned = true;
-	}
 	n = held_read(f->l->fd, f->buf, len);
 	if (n == -EAGAIN)
 		return -EINPROGRESS;
@@ -227,6 +226,25 @@ static ssize_t read_held(struct dgram_forwarder *f)
 		dgram_plane_pop_len(f->gp);
 	f->held_taken += n;
 	return n;
+}
+
+/*
+ * Datagrams the verdict dropped since the last report: held for a seqpacket target beyond
+ * the lengths the kernel records (dgram_plane_held_max()), so they could not keep their
+ * bounds. Logged, never silent: the senders were told nothing.
+ */
+static void report_dropped(struct dgram_forwarder *f)
+{
+	struct vsockmap_counters c;
+
+	if (!f->gp || !f->keep_bounds ||
+	    dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c) ||
+	    c.dropped_packets == f->dropped_logged)
+		return;
+	log_warn("[%s] %" PRIu64 " datagrams dropped: more than %" PRIu64 " were held for the "
+		 "seqpacket target, the most whose bounds the kernel records",
+		 f->l->rc->name, (uint64_t)(c.dropped_packets - f->dropped_logged), dgram_plane_held_max(f->gp));
+	f->dropped_logged = c.dropped_packets;
 }
 
 /*
@@ -264,6 +282,7 @@ static void sync_held(struct dgram_forwarder *f)
 		set_timer(f, now_usec() + (n == -EINPROGRESS ? USEC_PER_MSEC : BACKOFF_MIN_USEC));
 		return;
 	}
+	report_dropped(f);
 	watch_target(f, EPOLLIN | EPOLLRDHUP);
 	if (f->userspace) {
 		watch_socket(f, true); /* the next datagram wakes the daemon */
@@ -387,6 +406,8 @@ static int kernel_start(struct dgram_forwarder *f)
 	}
 	f->slot = dgram_plane_slot(f->gp);
 	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
+	f->keep_bounds = l->rc->connect.sock_type == SOCK_SEQPACKET;
+	dgram_plane_set_keep_bounds(f->gp, f->keep_bounds);
 	err = held_read_prepare(l->fd);
 	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
 	if (err) {
@@ -453,6 +474,7 @@ void dgram_forwarder_stop(struct dgram_forwarder *f)
 {
 	if (!f)
 		return;
+	report_dropped(f);
 	drop_target(f);
 	sd_event_source_disable_unref(f->timer);
 	sd_event_source_disable_unref(f->sock_io);
