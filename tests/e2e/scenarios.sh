@@ -595,6 +595,10 @@ scenario_late_insert_tail() {
 		_lt_killed="the test SIGKILLed the daemon $((STOP_TICKS / 10)) s after its SIGTERM | "
 	_lt_at_once=
 	! e2e_insert_takes_queued || _lt_at_once=1
+	# datapath=userspace inserts nothing: the daemon carries every byte, and the knob has
+	# nothing to hold back. The same uploads and ends then test the user-space path.
+	_lt_user=
+	case " $* " in *" --datapath=userspace "*) _lt_user=1 ;; esac
 	if [ "$_lt_crc" -ne 0 ] || [ "$_lt_src" -ne 0 ]; then
 		vmtest_fail "$_lt_name" "${_lt_killed}client rc=$_lt_crc server rc=$_lt_src | $(tail -n 1 "$E2E_DIR/$_lt_name.client") | ${_lt_line:-no server line} | $(grep -m2 -E 'lost|did not|failed' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
 	elif [ -n "$_lt_at_once" ] && [ "${_lt_left:-0}" -gt 65536 ]; then
@@ -602,7 +606,9 @@ scenario_late_insert_tail() {
 		# must have passed it to the verdict at the insert. One skb (at most 64 KiB) may
 		# still be on its way: queued by a send whose own sk_data_ready() is still to come.
 		vmtest_fail "$_lt_name" "the daemon logged 'insert: at once', but ${_lt_left} of the $_lt_queued bytes queued before the insert were still queued after it (more than one skb)"
-	elif [ -z "$_lt_at_once" ] && [ "${_lt_left:-0}" -lt "$_lt_queued" ]; then
+	elif [ -n "$_lt_user" ] && [ -n "$_lt_left" ]; then
+		vmtest_fail "$_lt_name" "datapath=userspace, yet the daemon logged an insert: $_lt_left bytes left behind"
+	elif [ -z "$_lt_user" ] && [ -z "$_lt_at_once" ] && [ "${_lt_left:-0}" -lt "$_lt_queued" ]; then
 		vmtest_fail "$_lt_name" "only ${_lt_left:-0} bytes were left behind at the insert: the case was not forced | $(grep 'redirect [0-9]*:' "$E2E_DIR/daemon.log" | head -n 4 | tr '\n' ' ')"
 	elif [ -n "$_lt_stop" ] && { [ "$STOP_RC" -ne 0 ] || [ "$STOP_TICKS" -ge "$_lt_stop_ticks" ]; }; then
 		vmtest_fail "$_lt_name" "daemon exit $STOP_RC after $((STOP_TICKS / 10)) s: $(tail -n 2 "$E2E_DIR/daemon.log" | tr '\n' ' ')"
@@ -612,6 +618,7 @@ scenario_late_insert_tail() {
 		[ -z "$_lt_half" ] || _lt_end="a shutdown(SHUT_WR), then a 1 MiB reply"
 		[ -z "$_lt_half" ] || [ -z "$_lt_stop" ] ||
 			_lt_end="a shutdown(SHUT_WR) just after a SIGTERM at its last write (the reply may be cut)"
+		[ -z "$_lt_user" ] || _lt_how="datapath=userspace (no insert)"
 		[ -z "$_lt_at_once" ] ||
 			_lt_how="the client queued $_lt_queued bytes before the insert; this kernel passed them to the verdict at the insert (${_lt_left:-0} still queued after it)"
 		vmtest_pass "$_lt_name" "$_lt_how, then $_lt_size at full speed and $_lt_end${_lt_stop:+, SIGTERM at once (exit after $((STOP_TICKS / 10)).$((STOP_TICKS % 10)) s)}: all verified, clean EOF"
