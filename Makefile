@@ -232,8 +232,11 @@ soak: deps all
 soak-host: all
 	$(Q)tests/host/soak.sh
 
-# cppcheck and clang-tidy (scripts/lint.sh, .clang-tidy); clang-tidy reads the skeleton.
-lint: toolcheck $(SKEL)
+# cppcheck and clang-tidy (scripts/lint.sh, .clang-tidy), and the module-call check. clang-tidy
+# reads the generated headers (the skeleton, bpf_object_id.h) and scripts/module-cycles.py the
+# objects of the daemon and the CLI: building both programs makes all of them, so that
+# `make lint` works as the first command in a fresh clone.
+lint: toolcheck $(BINS)
 	$(Q)scripts/lint.sh
 
 # Each target for FUZZ_SECONDS (default 60), or FUZZ_RUNS execs; tests/fuzz/README.md.

@@ -6,7 +6,7 @@
 # false positives carry an inline NOLINT or cppcheck-suppress with the reason. cppcheck runs
 # the warning, performance and portability checks; its style checks are off because most of
 # what they report (variableScope) is the kernel style of declaring at the top of a block.
-# Needs a build (.output/vsockmap.skel.h). Ends with "N passed, N failed".
+# Needs a build (make lint builds the daemon and the CLI first). Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
