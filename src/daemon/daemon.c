@@ -31,6 +31,13 @@
 
 #define CONTROL_SOCKET_MODE 0600
 
+/* A stop: everything already sent is delivered before the redirects close. */
+static void begin_stop(struct daemon *d)
+{
+	if (!stop_drain_start(d))
+		sd_event_exit(d->event, 0);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -42,14 +49,19 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 			   strsignal(si->ssi_signo));
 		return sd_event_exit(sd_event_source_get_event(s), 0);
 	}
+	if (handover_asking(d)) {
+		log_notice("received %s again: stopping without systemd's answer",
+			   strsignal(si->ssi_signo));
+		handover_forget_question(d);
+		begin_stop(d);
+		return 0;
+	}
 	/* "systemctl restart": hand the sockets over instead of closing them. */
-	if (si->ssi_signo == SIGTERM && handover_start(d))
+	if (si->ssi_signo == SIGTERM && !handover_ask(d, begin_stop))
 		return 0;
 	log_info("received %s, shutting down", strsignal(si->ssi_signo));
-	/* Everything already sent is delivered before the redirects close. */
-	if (stop_drain_start(d))
-		return 0;
-	return sd_event_exit(sd_event_source_get_event(s), 0);
+	begin_stop(d);
+	return 0;
 }
 
 /* systemctl reload sends SIGHUP (ExecReload=). An error is logged; the daemon runs on. */
@@ -369,6 +381,7 @@ void daemon_stop(struct daemon *d)
 	d->listeners = NULL;
 	d->n_listeners = 0;
 	handover_close_probe_links(d);
+	handover_forget_question(d);
 	if (d->dp)
 		dataplane_dgram_spares_close(d->dp);
 	dataplane_close(d->dp);

@@ -74,7 +74,47 @@ stop_gives_up() {
 	mini_stop
 }
 
+# Under systemd a SIGTERM asks systemd, over D-Bus, whether it is restarting the unit. The
+# daemon must go on serving while it waits for the answer: here the bus (DBUS_SYSTEM_BUS_ADDRESS;
+# the host has no /run/systemd/private) accepts and never answers, and `vsockmapctl status`
+# must be answered before the daemon gives the question up (2 s, SYSTEMD_JOB_TIMEOUT_USEC)
+# and stops. The synchronous calls this replaced held the event loop for those 2 s, so the
+# status came only after the stop had begun, or not at all.
+stop_asks_systemd_without_waiting() {
+	local bus status rc asked
+	if [[ -S /run/systemd/private ]]; then
+		vmtest_skip stop-asks-systemd "this machine runs systemd: the daemon would ask it, not the silent bus"
+		return
+	fi
+	mini_config stop-asks s "log-level = info"
+	socat "UNIX-LISTEN:$MINI_DIR/bus.sock,fork" EXEC:"sleep 60" >/dev/null 2>&1 &
+	bus=$!
+	wait_for_socket "$MINI_DIR/bus.sock" 10
+	mini_echo
+	INVOCATION_ID=0123456789abcdef0123456789abcdef \
+		DBUS_SYSTEM_BUS_ADDRESS="unix:path=$MINI_DIR/bus.sock" mini_daemon
+	kill -TERM "$MINI_PID"
+	caps_wait_log "$MINI_DIR/daemon.log" 'asking systemd whether this is a restart$'
+	status=$(vsockmapctl -s "$MINI_DIR/ctl.sock" status 2>&1)
+	rc=$?
+	asked=$(grep -c 'asking systemd whether this is a restart: stopping' "$MINI_DIR/daemon.log")
+	caps_wait_log "$MINI_DIR/daemon.log" 'asking systemd whether this is a restart: stopping'
+	wait "$MINI_PID"
+	MINI_PID=
+	kill "$bus" 2>/dev/null
+	wait "$bus" 2>/dev/null
+	if ((rc != 0 || asked != 0)); then
+		vmtest_fail stop-asks-systemd "vsockmapctl status after the SIGTERM, before systemd's answer or its timeout: rc=$rc, answer already logged: $asked | $(head -n 1 <<<"$status") | $(grep -m2 -E 'asking|shutting' "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	elif ! grep -q 'asking systemd whether this is a restart: stopping' "$MINI_DIR/daemon.log"; then
+		vmtest_fail stop-asks-systemd "no stop after the unanswered question: $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	else
+		vmtest_pass stop-asks-systemd "SIGTERM, the bus silent: status answered while the daemon waited; then $(grep -m1 -o 'asking systemd whether this is a restart: stopping.*' "$MINI_DIR/daemon.log")"
+	fi
+	mini_stop
+}
+
 host_stop_cases() {
+	stop_asks_systemd_without_waiting
 	stop_outlasts_drain_timeout
 	stop_gives_up userspace
 	stop_gives_up kernel

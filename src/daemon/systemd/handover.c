@@ -433,29 +433,76 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	return sd_event_exit(d->event, 0);
 }
 
-bool handover_start(struct daemon *d)
+/* systemd restarts the unit: stop accepting, let redirects settle, store, leave the loop. */
+static int handover_start(struct daemon *d)
 {
 	size_t i;
 	int r;
 
-	r = systemd_job_is_restart();
-	if (r <= 0) {
-		if (r < 0 && r != -ENOTCONN)
-			log_errno(LOG_NOTICE, r,
-				  "asking systemd whether this is a restart: stopping");
-		return false;
-	}
 	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing the sockets over");
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
 	d->handover.settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
 	r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer, d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "restart: stopping instead");
-		return false;
-	}
+	if (r < 0)
+		return log_errno(LOG_ERR, r, "restart: stopping instead");
 	/* Only now: a plain stop after a failure above must not act as a handover. */
 	d->handing_over = true;
 	log_info("systemd is restarting the service: handing the sockets over");
-	return true;
+	return 0;
+}
+
+/* Out of the bus's own dispatch: the query (and its bus) can go. */
+static int on_answered(sd_event_source *s, void *userdata)
+{
+	struct daemon *d = userdata;
+	int restart = d->handover.answer;
+
+	(void)s;
+	d->handover.answered = sd_event_source_disable_unref(d->handover.answered);
+	d->handover.question = systemd_job_query_free(d->handover.question);
+	if (restart < 0)
+		log_errno(LOG_NOTICE, restart, "asking systemd whether this is a restart: stopping");
+	else if (!restart)
+		log_info("systemd is stopping the service: shutting down");
+	if (restart <= 0 || handover_start(d) < 0)
+		d->handover.stop(d);
+	return 0;
+}
+
+static void on_job_answer(int restart, void *userdata)
+{
+	struct daemon *d = userdata;
+	int r;
+
+	d->handover.answer = restart;
+	r = sd_event_add_defer(d->event, &d->handover.answered, on_answered, d);
+	if (r < 0) {
+		log_errno(LOG_ERR, r, "restart or stop: stopping");
+		d->handover.stop(d);
+	}
+}
+
+int handover_ask(struct daemon *d, void (*stop)(struct daemon *d))
+{
+	int r;
+
+	d->handover.stop = stop;
+	r = systemd_job_ask_restart(d->event, on_job_answer, d, &d->handover.question);
+	if (r < 0 && r != -ENOTCONN)
+		log_errno(LOG_NOTICE, r, "asking systemd whether this is a restart: stopping");
+	if (!r)
+		log_info("received SIGTERM: asking systemd whether this is a restart");
+	return r;
+}
+
+bool handover_asking(const struct daemon *d)
+{
+	return d->handover.question;
+}
+
+void handover_forget_question(struct daemon *d)
+{
+	d->handover.answered = sd_event_source_disable_unref(d->handover.answered);
+	d->handover.question = systemd_job_query_free(d->handover.question);
 }

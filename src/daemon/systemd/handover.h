@@ -20,8 +20,14 @@ struct redirect_config;
 /* The queue probe links of previous instances this one keeps (handover.c). */
 #define HANDOVER_PROBE_LINKS_MAX 16
 
+struct systemd_job_query;
+
 /* A restart under way, and what the next instance found. */
 struct handover_state {
+	struct systemd_job_query *question; /* SIGTERM: is it a restart? (not yet answered) */
+	int answer;			    /* its answer, acted on from a defer source: */
+	struct sd_event_source *answered;
+	void (*stop)(struct daemon *d);	    /* not a restart: the daemon's stop */
 	uint64_t settle_deadline; /* stopping: store what has settled by then */
 	bool sha_warned;	  /* starting: the stored maps are another build's (said once) */
 	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
@@ -57,9 +63,19 @@ void handover_release(struct daemon *d);
 void handover_close_probe_links(struct daemon *d);
 
 /*
- * SIGTERM: if systemd is restarting the unit, stop accepting, let redirects settle, store
- * everything and leave the event loop; returns true. Otherwise false: a normal stop.
+ * SIGTERM under systemd: ask systemd whether it is restarting the unit, without waiting;
+ * redirects go on moving meanwhile. Returns 0 once the question is on its way: on a restart
+ * the daemon stops accepting, lets redirects settle, stores everything and leaves the event
+ * loop; on anything else (another job, an error, no answer in SYSTEMD_JOB_TIMEOUT_USEC)
+ * stop(d) runs. -ENOTCONN: not started by systemd; another -errno (logged): not asked.
+ * Either way the caller stops at once.
  */
-bool handover_start(struct daemon *d);
+int handover_ask(struct daemon *d, void (*stop)(struct daemon *d));
+
+/* A question asked above has no answer yet. */
+bool handover_asking(const struct daemon *d);
+
+/* Drop the question: its answer will not come (a second signal, or the daemon's end). */
+void handover_forget_question(struct daemon *d);
 
 #endif
