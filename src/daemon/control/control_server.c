@@ -3,7 +3,8 @@
  * Control socket server. Single-threaded on sd-event: every socket is nonblocking, a
  * client's answer that does not fit into the socket buffer waits for EPOLLOUT, and while an
  * answer is pending that client's input is not read, so a client that never reads costs
- * at most one answer plus one read chunk of memory.
+ * at most one answer plus one read chunk of memory. All clients' unsent answers together
+ * stay under CONTROL_ANSWER_BYTES_MAX (conn_queue()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -64,6 +65,7 @@ struct control_server {
 	struct control_conn *conns;
 	unsigned int n_conns;
 	uint64_t next_conn_id;
+	size_t answer_bytes; /* the conns' out_len, summed */
 };
 
 static void conn_free(struct control_conn *conn)
@@ -82,6 +84,7 @@ static void conn_free(struct control_conn *conn)
 	sd_event_source_disable_unref(conn->io);
 	close(conn->fd);
 	line_buffer_free(&conn->in);
+	srv->answer_bytes -= conn->out_len;
 	free(conn->out);
 	free(conn);
 }
@@ -101,10 +104,38 @@ static int conn_flush(struct control_conn *conn)
 		}
 		conn->out_off += n;
 	}
+	conn->srv->answer_bytes -= conn->out_len;
 	free(conn->out);
 	conn->out = NULL;
 	conn->out_len = conn->out_off = 0;
 	return 0;
+}
+
+/*
+ * An answer that would take the unsent answers of all clients past the limit is replaced by
+ * an error: a few clients that never read must not make the daemon hold 64 full answers.
+ * The refused client may ask again once others have read theirs.
+ */
+static int over_answer_limit(struct control_conn *conn, size_t len, char **line, size_t *line_len)
+{
+	struct control_server *srv = conn->srv;
+	struct json_object *err;
+	char msg[256];
+	int r;
+
+	log_warn("control client %" PRIu64 " (pid %d): answer of %zu bytes refused: unsent "
+		 "answers already hold %zu bytes, the limit is %d",
+		 conn->id, (int)conn->peer.pid, len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
+	snprintf(msg, sizeof(msg),
+		 "answer of %zu bytes not sent: unsent answers to other control clients already "
+		 "hold %zu bytes of the daemon's limit of %d; ask again once they have read them",
+		 len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
+	err = control_error_response(ENOBUFS, msg);
+	if (!err)
+		return -ENOMEM;
+	r = control_format_line(err, CONTROL_RESPONSE_MAX, line, line_len);
+	json_object_put(err);
+	return r;
 }
 
 static int conn_queue(struct control_conn *conn, struct json_object *resp)
@@ -128,7 +159,15 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	}
 	if (r < 0)
 		return r;
+	if (len > CONTROL_ANSWER_SMALL &&
+	    conn->srv->answer_bytes + len > (size_t)CONTROL_ANSWER_BYTES_MAX) {
+		free(line);
+		r = over_answer_limit(conn, len, &line, &len);
+		if (r < 0)
+			return r;
+	}
 
+	conn->srv->answer_bytes += len;
 	if (!conn->out) {
 		conn->out = line;
 		conn->out_len = len;
@@ -137,6 +176,7 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	}
 	out = realloc(conn->out, conn->out_len + len);
 	if (!out) {
+		conn->srv->answer_bytes -= len;
 		free(line);
 		return -ENOMEM;
 	}
@@ -659,4 +699,9 @@ void control_server_close(struct control_server *srv)
 unsigned int control_server_client_count(const struct control_server *srv)
 {
 	return srv ? srv->n_conns : 0;
+}
+
+size_t control_server_answer_bytes(const struct control_server *srv)
+{
+	return srv ? srv->answer_bytes : 0;
 }

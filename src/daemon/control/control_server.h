@@ -13,6 +13,7 @@
 #define VSOCKMAP_CONTROL_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -23,6 +24,15 @@ struct control_server;
 /* Further clients are accepted, sent an EUSERS error line and closed. */
 #define CONTROL_CLIENTS_MAX    64
 #define CONTROL_GROUP_NAME_MAX 64
+
+/*
+ * The most bytes of unsent answers held for all clients together: four answers of the
+ * largest size (CONTROL_RESPONSE_MAX), not 64 of them. An answer that would pass it is
+ * replaced by an ENOBUFS error line; answers of at most CONTROL_ANSWER_SMALL bytes (errors
+ * among them) always pass, so the total stays below this plus CONTROL_CLIENTS_MAX of those.
+ */
+#define CONTROL_ANSWER_BYTES_MAX (64 * 1024 * 1024)
+#define CONTROL_ANSWER_SMALL	 4096
 
 /* What a client may do, decided once at accept. Ordered: a higher role may do more. */
 enum control_role {
@@ -91,5 +101,8 @@ void control_server_close(struct control_server *srv);
 
 /* Clients currently connected (refused ones are never counted). */
 unsigned int control_server_client_count(const struct control_server *srv);
+
+/* Bytes of answers queued and not yet sent, for all clients together. */
+size_t control_server_answer_bytes(const struct control_server *srv);
 
 #endif
