@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Run the test layers (default: unit lint host sanitize fuzz vm systemd bench) and end with
 # "N passed, N failed".
-#   unit      cmocka tests of the parsers, the control protocol, the socket queue helpers, the slot
+#   unit      cmocka tests of the parsers, the control protocol and server, the socket queue helpers, the slot
 #             pool and the phase tables; tests/prog: the BPF programs on real sockets (root)
 #   host      the daemon on this machine's kernel, unix to unix (tests/host/run.sh)
 #   sanitize  unit and host again, built with ASan and UBSan (.output-asan/)

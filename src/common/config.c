@@ -29,8 +29,9 @@
 #include "config_internal.h"
 
 static const char *const daemon_keys[] = {
-    "control",	 "control-mode", "control-group", "connect-timeout", "sndbuf",	 "drain-timeout",
-    "log-level", "idle-timeout", "max-redirects", "datapath",	     "fastpath",
+    "control",	       "control-mode",	"control-group", "control-admin-group",
+    "connect-timeout", "sndbuf",	"drain-timeout", "log-level",
+    "idle-timeout",    "max-redirects", "datapath",	 "fastpath",
 };
 
 static const char *const redirect_keys[] = {"listen", "connect", "allow-uid", "allow-gid"};
@@ -90,7 +91,8 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 	if (ld->section == SECTION_DAEMON)
 		return loader_error(ld, ld->line,
 				    "unknown key \"%s\" (valid keys in [daemon]: control, "
-				    "control-mode, control-group, connect-timeout, sndbuf, "
+				    "control-mode, control-group, control-admin-group, "
+				    "connect-timeout, sndbuf, "
 				    "drain-timeout, log-level, idle-timeout, max-redirects, "
 				    "datapath, fastpath)",
 				    name);
@@ -119,7 +121,13 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 	case KEY_CONTROL_MODE:
 		return parse_control_mode(ld, value);
 	case KEY_CONTROL_GROUP:
-		return parse_control_group(ld, value);
+		return parse_control_group(ld, name, value, &ld->daemon.has_control_group,
+					   &ld->daemon.control_group,
+					   ld->daemon.control_group_name);
+	case KEY_CONTROL_ADMIN_GROUP:
+		return parse_control_group(ld, name, value, &ld->daemon.has_control_admin_group,
+					   &ld->daemon.control_admin_group,
+					   ld->daemon.control_admin_group_name);
 	case KEY_CONNECT_TIMEOUT:
 		r = address_parse_seconds(name, value, false, &ld->daemon.connect_timeout_ms, msg,
 					  sizeof(msg));
@@ -415,6 +423,7 @@ static char *config_reader(char *str, int num, void *stream)
 
 static int finish(struct loader *ld)
 {
+	const char *group;
 	size_t i;
 	int r;
 
@@ -426,14 +435,20 @@ static int finish(struct loader *ld)
 			return loader_error(ld, ld->listen_lines[i],
 					    "listen path %s is also the daemon's control socket",
 					    ld->daemon.control_path);
-	/* connect() on a unix socket file needs write permission on it. */
-	if (ld->daemon.has_control_group && !ld->control_mode_line)
+	/*
+	 * connect() on a unix socket file needs write permission on it. The file's group is
+	 * control-group, else control-admin-group (control_commands.c, access_policy()).
+	 */
+	group = ld->daemon.has_control_group	     ? ld->daemon.control_group_name
+		: ld->daemon.has_control_admin_group ? ld->daemon.control_admin_group_name
+						     : NULL;
+	if (group && !ld->control_mode_line)
 		ld->daemon.control_mode = CONFIG_DEFAULT_CONTROL_GROUP_MODE;
-	if (ld->daemon.has_control_group && !(ld->daemon.control_mode & 0020))
+	if (group && !(ld->daemon.control_mode & 0020))
 		return loader_error(ld, ld->control_mode_line,
 				    "control-mode %04o does not let group %s connect (connecting "
 				    "needs write permission: use 0660)",
-				    ld->daemon.control_mode, ld->daemon.control_group_name);
+				    ld->daemon.control_mode, group);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
 #define CONFIG_DEFAULT_PATH	    "/etc/vsockmap/vsockmap.conf"
 #define CONFIG_DEFAULT_CONTROL_PATH "/run/vsockmap/control.sock"
 #define CONFIG_NAME_MAX		    64
-/* control-mode= without control-group=, and with it. */
+/* control-mode= without control-group= or control-admin-group=, and with one. */
 #define CONFIG_DEFAULT_CONTROL_MODE	  0600
 #define CONFIG_DEFAULT_CONTROL_GROUP_MODE 0660
 
@@ -49,10 +49,13 @@ enum fastpath_mode { FASTPATH_COUNTED, FASTPATH_PERMANENT };
 struct daemon_config {
 	char control_path[ADDRESS_PATH_MAX]; /* control= ; default CONFIG_DEFAULT_CONTROL_PATH */
 	unsigned int control_mode;	     /* control-mode= octal, at most 0777 */
-	bool has_control_group;		     /* control-group= set: its members may connect */
+	bool has_control_group;		     /* control-group= set: its members may read */
 	gid_t control_group;
 	char control_group_name[CONFIG_NAME_MAX]; /* as written: a name or a number */
-	unsigned int connect_timeout_ms;	  /* connect-timeout= seconds; default 5 s */
+	bool has_control_admin_group; /* control-admin-group= set: its members are admins */
+	gid_t control_admin_group;
+	char control_admin_group_name[CONFIG_NAME_MAX];
+	unsigned int connect_timeout_ms; /* connect-timeout= seconds; default 5 s */
 	unsigned int sndbuf; /* sndbuf= bytes forced on the daemon's sockets; default 4 MiB */
 	unsigned int drain_timeout_ms; /* drain-timeout= seconds; default 10 s */
 	unsigned int idle_timeout_ms;  /* idle-timeout= seconds (socat's -T); 0 (default): none */

@@ -28,6 +28,7 @@ enum daemon_key {
 	KEY_CONTROL,
 	KEY_CONTROL_MODE,
 	KEY_CONTROL_GROUP,
+	KEY_CONTROL_ADMIN_GROUP,
 	KEY_CONNECT_TIMEOUT,
 	KEY_SNDBUF,
 	KEY_DRAIN_TIMEOUT,
@@ -81,7 +82,9 @@ int parse_size(struct loader *ld, const char *text, unsigned int *bytes);
 int parse_max_redirects(struct loader *ld, const char *text);
 int parse_log_level(struct loader *ld, const char *text);
 int parse_control_mode(struct loader *ld, const char *text);
-int parse_control_group(struct loader *ld, const char *text);
+/* control-group= and control-admin-group=: name is the key, for messages. */
+int parse_control_group(struct loader *ld, const char *name, const char *text, bool *has,
+			gid_t *gid, char *group_name);
 int parse_datapath(struct loader *ld, const char *text);
 int parse_fastpath(struct loader *ld, const char *text);
 int parse_allow_list(struct loader *ld, const char *name, const char *value, uint32_t *ids,

@@ -121,8 +121,12 @@ int parse_control_mode(struct loader *ld, const char *text)
 	return 0;
 }
 
-/* control-group = NAME or GID, resolved now so that a typo fails at load time. */
-int parse_control_group(struct loader *ld, const char *text)
+/*
+ * control-group = NAME or GID, and control-admin-group the same way: resolved now, so that a
+ * typo fails at load time. group_name has CONFIG_NAME_MAX bytes.
+ */
+int parse_control_group(struct loader *ld, const char *name, const char *text, bool *has,
+			gid_t *gid, char *group_name)
 {
 	long hint = sysconf(_SC_GETGR_R_SIZE_MAX);
 	size_t size = hint > 0 ? (size_t)hint : 16384;
@@ -131,16 +135,16 @@ int parse_control_group(struct loader *ld, const char *text)
 	char *buf, *end;
 	int r;
 
-	if (strlen(text) >= sizeof(ld->daemon.control_group_name))
-		return loader_error(ld, ld->line, "control-group \"%s\" is too long", text);
+	if (strlen(text) >= CONFIG_NAME_MAX)
+		return loader_error(ld, ld->line, "%s \"%s\" is too long", name, text);
 	if (isdigit((unsigned char)text[0])) {
 		errno = 0;
 		v = strtoul(text, &end, 10);
 		if (*end || errno || v >= (gid_t)-1)
-			return loader_error(
-			    ld, ld->line, "control-group \"%s\" is neither a group name nor a GID",
-			    text);
-		ld->daemon.control_group = (gid_t)v;
+			return loader_error(ld, ld->line,
+					    "%s \"%s\" is neither a group name nor a GID", name,
+					    text);
+		*gid = (gid_t)v;
 		goto found;
 	}
 	for (;;) {
@@ -156,15 +160,14 @@ int parse_control_group(struct loader *ld, const char *text)
 	free(buf);
 	if (!res) {
 		if (r == 0 || r == ENOENT || r == ESRCH || r == EBADF || r == EPERM)
-			return loader_error(ld, ld->line, "control-group: unknown group \"%s\"",
-					    text);
-		return loader_error(ld, ld->line, "control-group: cannot look up group \"%s\": %s",
-				    text, strerror(r));
+			return loader_error(ld, ld->line, "%s: unknown group \"%s\"", name, text);
+		return loader_error(ld, ld->line, "%s: cannot look up group \"%s\": %s", name, text,
+				    strerror(r));
 	}
-	ld->daemon.control_group = gr.gr_gid;
+	*gid = gr.gr_gid;
 found:
-	ld->daemon.has_control_group = true;
-	memcpy(ld->daemon.control_group_name, text, strlen(text) + 1);
+	*has = true;
+	memcpy(group_name, text, strlen(text) + 1);
 	return 0;
 }
 

@@ -151,8 +151,8 @@ static int report_transport_error(int r)
 	case -EACCES:
 	case -EPERM:
 		return fail(-r,
-			    "cannot reach vsockmapd at %s: %s (root and the control-group of "
-			    "vsockmap.conf may)",
+			    "cannot reach vsockmapd at %s: %s (root and the members of "
+			    "control-group or control-admin-group in vsockmap.conf may)",
 			    path, strerror(-r));
 	case -ETIMEDOUT:
 		return fail(-r, "vsockmapd at %s did not answer within %d ms", path,

@@ -56,16 +56,37 @@ static const struct column status_columns[ST_N_COLS] = {
 static char *cell_control(struct json_object *control)
 {
 	const char *path = get_string(control, "path"), *mode = get_string(control, "mode");
-	const char *group = get_string(control, "group");
-	char *p = cell_text(path), *m = cell_text(mode), *g = cell_text(group), *s = NULL;
+	const char *group = get_string(control, "group"),
+		   *admin = get_string(control, "admin_group");
+	char *p = cell_text(path), *m = cell_text(mode), *g = cell_text(group),
+	     *a = cell_text(admin);
+	char *s = NULL;
 
-	if (p && m && g)
-		s = group ? cell_printf("%s (mode %s, group %s)", p, m, g)
-			  : cell_printf("%s (mode %s, root only)", p, m);
+	if (p && m && g && a) {
+		if (group && admin)
+			s = cell_printf("%s (mode %s, group %s, admin group %s)", p, m, g, a);
+		else if (group || admin)
+			s = cell_printf("%s (mode %s, %sgroup %s)", p, m, admin ? "admin " : "",
+					group ? g : a);
+		else
+			s = cell_printf("%s (mode %s, root only)", p, m);
+	}
 	free(p);
 	free(m);
 	free(g);
+	free(a);
 	return s;
+}
+
+/* control.role: what the one asking may do. */
+static char *cell_role(struct json_object *control)
+{
+	const char *role = get_string(control, "role");
+
+	if (role && !strcmp(role, "read"))
+		return strdup("read (list, show, listeners, stats, status; close and reload need "
+			      "admin)");
+	return cell_string(control, "role");
 }
 
 /* A drain signal (kernel.probe, kernel.iterator): in use, or why not. */
@@ -151,6 +172,8 @@ int print_status(struct json_object *status, FILE *out)
 	table_add_pair(&pairs, "uptime", cell_age(status, "uptime_ms"));
 	table_add_pair(&pairs, "config", cell_string(status, "config"));
 	table_add_pair(&pairs, "control", cell_control(control));
+	if (get_string(control, "role"))
+		table_add_pair(&pairs, "role", cell_role(control));
 	table_add_pair(&pairs, "kernel", cell_string(kernel, "release"));
 	table_add_pair(&pairs, "data path", cell_datapath_mode(status));
 	table_add_pair(&pairs, "lockdown", cell_lockdown(kernel));

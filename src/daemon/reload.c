@@ -82,17 +82,24 @@ static bool kept(struct listener **next, size_t n, const struct listener *l)
 /* The control socket stays as it was opened; say so if the file asks for another. */
 static void keep_control_settings(const struct daemon_config *old, struct daemon_config *new)
 {
-	if (strcmp(old->control_path, new->control_path) || old->control_mode != new->control_mode ||
+	if (strcmp(old->control_path, new->control_path) ||
+	    old->control_mode != new->control_mode ||
 	    old->has_control_group != new->has_control_group ||
-	    (old->has_control_group && old->control_group != new->control_group))
-		log_notice("reload: control, control-mode and control-group take effect at the next "
-			   "start; the control socket stays %s",
+	    (old->has_control_group && old->control_group != new->control_group) ||
+	    old->has_control_admin_group != new->has_control_admin_group ||
+	    (old->has_control_admin_group && old->control_admin_group != new->control_admin_group))
+		log_notice("reload: control, control-mode, control-group and control-admin-group "
+			   "take effect at the next start; the control socket stays %s",
 			   old->control_path);
 	memcpy(new->control_path, old->control_path, sizeof(new->control_path));
 	new->control_mode = old->control_mode;
 	new->has_control_group = old->has_control_group;
 	new->control_group = old->control_group;
 	memcpy(new->control_group_name, old->control_group_name, sizeof(new->control_group_name));
+	new->has_control_admin_group = old->has_control_admin_group;
+	new->control_admin_group = old->control_admin_group;
+	memcpy(new->control_admin_group_name, old->control_admin_group_name,
+	       sizeof(new->control_admin_group_name));
 	if (old->datapath != new->datapath)
 		log_notice("reload: datapath=%s takes effect at the next start; still %s",
 			   datapath_mode_name(new->datapath), datapath_mode_name(old->datapath));

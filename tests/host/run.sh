@@ -33,6 +33,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 # shellcheck source=tests/host/daemon-cases.sh
 . tests/host/daemon-cases.sh
 . tests/host/access-cases.sh
+# shellcheck source=tests/host/control-role-cases.sh
+. tests/host/control-role-cases.sh
 # shellcheck source=tests/host/stop-cases.sh
 . tests/host/stop-cases.sh
 # shellcheck source=tests/host/reload-cases.sh
@@ -56,7 +58,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 
 groups=("$@")
 ((${#groups[@]})) || groups=(e2e_run_common fallback_cases ctl_run_all host_daemon_cases
-	host_access_cases host_caps_cases host_nofile_cases host_stop_cases daemon_reload daemon_reload_userspace daemon_reload_backlog
+	host_access_cases host_control_role_cases host_caps_cases host_nofile_cases host_stop_cases daemon_reload daemon_reload_userspace daemon_reload_backlog
 	cmdline_cases
 	host_slow_reader_cases host_tcp_close_cases host_soak_cases)
 for g in "${groups[@]}"; do

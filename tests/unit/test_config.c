@@ -230,7 +230,8 @@ static void test_unknown_keys(void **state)
 	load_bad(
 	    ECHO "[daemon]\nlisten = UNIX-LISTEN:/x\n", 5,
 	    "unknown key \"listen\" (valid keys in [daemon]: control, control-mode, control-group, "
-	    "connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, max-redirects, datapath, "
+	    "control-admin-group, connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, "
+	    "max-redirects, datapath, "
 	    "fastpath)");
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The control socket's keys in [daemon]: control-mode= and control-group=, their defaults,
- * and the refusal of a mode that would lock the group out.
+ * The control socket's keys in [daemon]: control-mode=, control-group= and
+ * control-admin-group=, their defaults, and the refusal of a mode that would lock the group
+ * out.
  */
 #include <errno.h>
 #include <grp.h>
@@ -66,6 +67,7 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.daemon.control_path, CONFIG_DEFAULT_CONTROL_PATH);
 	assert_int_equal(cfg.daemon.control_mode, 0600);
 	assert_false(cfg.daemon.has_control_group);
+	assert_false(cfg.daemon.has_control_admin_group);
 	config_free(&cfg);
 }
 
@@ -128,12 +130,51 @@ static void test_group(void **state)
 		 "permission: use 0660)");
 }
 
+static void test_admin_group(void **state)
+{
+	struct config cfg;
+
+	(void)state;
+	/* Both: the file belongs to control-group (the readers), 0660 by default. */
+	load_ok("[daemon]\ncontrol-group = 4242\ncontrol-admin-group = root\n" ECHO, &cfg);
+	assert_true(cfg.daemon.has_control_group);
+	assert_true(cfg.daemon.has_control_admin_group);
+	assert_int_equal(cfg.daemon.control_admin_group, 0);
+	assert_string_equal(cfg.daemon.control_admin_group_name, "root");
+	assert_int_equal(cfg.daemon.control_mode, 0660);
+	config_free(&cfg);
+
+	/* Alone: admins only, and the file is theirs. */
+	load_ok("[daemon]\ncontrol-admin-group = 4243\n" ECHO, &cfg);
+	assert_false(cfg.daemon.has_control_group);
+	assert_true(cfg.daemon.has_control_admin_group);
+	assert_int_equal(cfg.daemon.control_admin_group, 4243);
+	assert_string_equal(cfg.daemon.control_admin_group_name, "4243");
+	assert_int_equal(cfg.daemon.control_mode, 0660);
+	config_free(&cfg);
+
+	load_bad("[daemon]\ncontrol-admin-group = no-such-group-vsockmap\n" ECHO, 2,
+		 "control-admin-group: unknown group \"no-such-group-vsockmap\"");
+	load_bad("[daemon]\ncontrol-admin-group = 7x\n" ECHO, 2,
+		 "control-admin-group \"7x\" is neither a group name nor a GID");
+	load_bad("[daemon]\ncontrol-admin-group = "
+		 "a-group-name-much-longer-than-any-system-would-give-one-at-all-really\n" ECHO,
+		 2, "control-admin-group \"a-group-name-much-longer");
+	load_bad("[daemon]\ncontrol-admin-group = 0\ncontrol-admin-group = 1\n" ECHO, 3,
+		 "duplicate key \"control-admin-group\"");
+	load_bad("[daemon]\ncontrol-mode = 0600\ncontrol-admin-group = 4243\n" ECHO, 2,
+		 "control-mode 0600 does not let group 4243 connect");
+	load_bad("[daemon]\ncontrol-admin-grup = 0\n" ECHO, 2,
+		 "(did you mean \"control-admin-group\"?)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_mode),
 	    cmocka_unit_test(test_group),
+	    cmocka_unit_test(test_admin_group),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,6 +35,7 @@
 
 struct command {
 	const char *name;
+	enum control_role role; /* the least role that may run it */
 	int (*func)(struct daemon *d, const struct control_peer *peer, struct json_object *request,
 		    struct json_object *response, char **error_text);
 };
@@ -86,6 +87,36 @@ static int set_error(char **error_text, int err, const char *fmt, ...)
 		*error_text = NULL;
 	va_end(ap);
 	return -err;
+}
+
+/* Why peer is not an admin: "uid 1000 is not root and not in group vsockadm". */
+static void not_admin_why(const struct daemon *d, const struct control_peer *peer, char *buf,
+			  size_t size)
+{
+	const struct daemon_config *dc = &d->cfg.daemon;
+	char self[48] = "";
+
+	if (geteuid() != 0)
+		snprintf(self, sizeof(self), ", not vsockmapd's own uid %u",
+			 (unsigned int)geteuid());
+	if (dc->has_control_admin_group)
+		snprintf(buf, size, "uid %u is not root%s and not in group %s",
+			 (unsigned int)peer->uid, self, dc->control_admin_group_name);
+	else
+		snprintf(buf, size, "uid %u is not root%s, and no control-admin-group is set",
+			 (unsigned int)peer->uid, self);
+}
+
+/*
+ * A reader sees the datagram listeners (r is NULL: they have no client) and the stream
+ * redirects whose client runs as its own uid; an admin sees all (docs/security.md, "The
+ * control socket's roles"). Not by client.pid: SO_PEERCRED gives pid 0 for a client in
+ * another pid namespace, and its uid is still real.
+ */
+static bool redirect_visible(const struct control_peer *peer, const struct redirect_info *info,
+			     const struct redirect *r)
+{
+	return peer->role >= CONTROL_ROLE_ADMIN || !r || info->client.uid == peer->uid;
 }
 
 static bool is_dgram(const struct listener *l)
@@ -186,6 +217,7 @@ static void for_each_redirect(struct daemon *d,
 
 struct list_ctx {
 	const char *name;
+	const struct control_peer *peer;
 	struct json_object *arr;
 };
 
@@ -194,8 +226,7 @@ static int list_one(void *ctx, const struct redirect_info *info, struct redirect
 {
 	struct list_ctx *c = ctx;
 
-	(void)r;
-	if (!c->name || !strcmp(c->name, l->rc->name))
+	if ((!c->name || !strcmp(c->name, l->rc->name)) && redirect_visible(c->peer, info, r))
 		json_object_array_add(c->arr, redirect_json(info, l->rc));
 	return 0;
 }
@@ -203,10 +234,9 @@ static int list_one(void *ctx, const struct redirect_info *info, struct redirect
 static int cmd_list(struct daemon *d, const struct control_peer *peer, struct json_object *request,
 		    struct json_object *response, char **error_text)
 {
-	struct list_ctx c = {.arr = json_object_new_array()};
+	struct list_ctx c = {.peer = peer, .arr = json_object_new_array()};
 	struct json_object *filter;
 
-	(void)peer;
 	if (json_object_object_get_ex(request, "name", &filter) && filter) {
 		if (!json_object_is_type(filter, json_type_string)) {
 			json_object_put(c.arr);
@@ -275,12 +305,19 @@ static int cmd_show(struct daemon *d, const struct control_peer *peer, struct js
 		    struct json_object *response, char **error_text)
 {
 	struct find_ctx c;
+	char why[160];
 	int r;
 
-	(void)peer;
 	r = find_redirect(d, "show", request, &c, error_text);
 	if (r < 0)
 		return r;
+	if (!redirect_visible(peer, &c.info, c.r)) {
+		not_admin_why(d, peer, why, sizeof(why));
+		return set_error(error_text, EPERM,
+				 "redirect %" PRIu64 " is another user's: show needs the admin "
+				 "role for it: %s",
+				 c.id, why);
+	}
 	if (c.r)
 		redirect_get_info(c.r, &c.info, true); /* with the kernel queue lengths */
 	add(response, "redirect", redirect_json(&c.info, c.l->rc));
@@ -480,7 +517,6 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	char path[PATH_MAX];
 	size_t i;
 
-	(void)peer;
 	(void)request;
 	(void)error_text;
 	uname(&uts);
@@ -495,6 +531,9 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	add_string(control, "path", dc->control_path);
 	add(control, "mode", mode_string(dc->control_mode));
 	add_string(control, "group", dc->has_control_group ? dc->control_group_name : NULL);
+	add_string(control, "admin_group",
+		   dc->has_control_admin_group ? dc->control_admin_group_name : NULL);
+	add_string(control, "role", control_role_name(peer->role));
 	add(status, "control", control);
 
 	kernel = json_object_new_object();
@@ -568,11 +607,25 @@ static int cmd_reload(struct daemon *d, const struct control_peer *peer,
 
 /* ---- dispatch -------------------------------------------------------------------------- */
 
+/* Reading is the read role's; whatever changes the daemon's state needs the admin role. */
 static const struct command commands[] = {
-    {"list", cmd_list},	    {"show", cmd_show},	    {"listeners", cmd_listeners},
-    {"stats", cmd_stats},   {"status", cmd_status}, {"close", cmd_close},
-    {"reload", cmd_reload},
+    {"list", CONTROL_ROLE_READ, cmd_list},	     {"show", CONTROL_ROLE_READ, cmd_show},
+    {"listeners", CONTROL_ROLE_READ, cmd_listeners}, {"stats", CONTROL_ROLE_READ, cmd_stats},
+    {"status", CONTROL_ROLE_READ, cmd_status},	     {"close", CONTROL_ROLE_ADMIN, cmd_close},
+    {"reload", CONTROL_ROLE_ADMIN, cmd_reload},
 };
+
+static int refuse_command(struct daemon *d, const struct control_peer *peer,
+			  const struct command *cmd, char **error_text)
+{
+	char why[160];
+
+	not_admin_why(d, peer, why, sizeof(why));
+	log_notice("control: %s refused to pid %d: it needs the %s role, and %s", cmd->name,
+		   (int)peer->pid, control_role_name(cmd->role), why);
+	return set_error(error_text, EPERM, "%s needs the %s role: %s", cmd->name,
+			 control_role_name(cmd->role), why);
+}
 
 static int handle(void *userdata, const struct control_peer *peer, const char *command,
 		  struct json_object *request, struct json_object **response, char **error_text)
@@ -582,6 +635,8 @@ static int handle(void *userdata, const struct control_peer *peer, const char *c
 	for (i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(command, commands[i].name))
 			continue;
+		if (peer->role < commands[i].role)
+			return refuse_command(userdata, peer, &commands[i], error_text);
 		*response = json_object_new_object();
 		if (!*response)
 			return -ENOMEM;
@@ -598,6 +653,10 @@ static int access_policy(void *userdata, struct control_access *access)
 	access->has_group = dc->has_control_group;
 	access->group = dc->control_group;
 	snprintf(access->group_name, sizeof(access->group_name), "%s", dc->control_group_name);
+	access->has_admin_group = dc->has_control_admin_group;
+	access->admin_group = dc->control_admin_group;
+	snprintf(access->admin_group_name, sizeof(access->admin_group_name), "%s",
+		 dc->control_admin_group_name);
 	return 0;
 }
 

@@ -3,7 +3,8 @@
  * Control socket server. Single-threaded on sd-event: every socket is nonblocking, a
  * client's answer that does not fit into the socket buffer waits for EPOLLOUT, and while an
  * answer is pending that client's input is not read, so a client that never reads costs
- * at most one answer plus one read chunk of memory.
+ * at most one answer plus one read chunk of memory. All clients' unsent answers together
+ * stay under CONTROL_ANSWER_BYTES_MAX (conn_queue()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -64,6 +65,7 @@ struct control_server {
 	struct control_conn *conns;
 	unsigned int n_conns;
 	uint64_t next_conn_id;
+	size_t answer_bytes; /* the conns' out_len, summed */
 };
 
 static void conn_free(struct control_conn *conn)
@@ -82,6 +84,7 @@ static void conn_free(struct control_conn *conn)
 	sd_event_source_disable_unref(conn->io);
 	close(conn->fd);
 	line_buffer_free(&conn->in);
+	srv->answer_bytes -= conn->out_len;
 	free(conn->out);
 	free(conn);
 }
@@ -101,10 +104,38 @@ static int conn_flush(struct control_conn *conn)
 		}
 		conn->out_off += n;
 	}
+	conn->srv->answer_bytes -= conn->out_len;
 	free(conn->out);
 	conn->out = NULL;
 	conn->out_len = conn->out_off = 0;
 	return 0;
+}
+
+/*
+ * An answer that would take the unsent answers of all clients past the limit is replaced by
+ * an error: a few clients that never read must not make the daemon hold 64 full answers.
+ * The refused client may ask again once others have read theirs.
+ */
+static int over_answer_limit(struct control_conn *conn, size_t len, char **line, size_t *line_len)
+{
+	struct control_server *srv = conn->srv;
+	struct json_object *err;
+	char msg[256];
+	int r;
+
+	log_warn("control client %" PRIu64 " (pid %d): answer of %zu bytes refused: unsent "
+		 "answers already hold %zu bytes, the limit is %d",
+		 conn->id, (int)conn->peer.pid, len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
+	snprintf(msg, sizeof(msg),
+		 "answer of %zu bytes not sent: unsent answers to other control clients already "
+		 "hold %zu bytes of the daemon's limit of %d; ask again once they have read them",
+		 len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
+	err = control_error_response(ENOBUFS, msg);
+	if (!err)
+		return -ENOMEM;
+	r = control_format_line(err, CONTROL_RESPONSE_MAX, line, line_len);
+	json_object_put(err);
+	return r;
 }
 
 static int conn_queue(struct control_conn *conn, struct json_object *resp)
@@ -128,7 +159,15 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	}
 	if (r < 0)
 		return r;
+	if (len > CONTROL_ANSWER_SMALL &&
+	    conn->srv->answer_bytes + len > (size_t)CONTROL_ANSWER_BYTES_MAX) {
+		free(line);
+		r = over_answer_limit(conn, len, &line, &len);
+		if (r < 0)
+			return r;
+	}
 
+	conn->srv->answer_bytes += len;
 	if (!conn->out) {
 		conn->out = line;
 		conn->out_len = len;
@@ -137,6 +176,7 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	}
 	out = realloc(conn->out, conn->out_len + len);
 	if (!out) {
+		conn->srv->answer_bytes -= len;
 		free(line);
 		return -ENOMEM;
 	}
@@ -332,15 +372,48 @@ static void refuse_client(int fd, int err, const char *text)
 	close(fd);
 }
 
-/* Whether gid is one of the peer's supplementary groups (SO_PEERGROUPS, Linux 4.13). */
-static bool peer_allowed(const struct control_server *srv, int fd, const struct ucred *cred)
+const char *control_role_name(enum control_role role)
+{
+	switch (role) {
+	case CONTROL_ROLE_READ:
+		return "read";
+	case CONTROL_ROLE_ADMIN:
+		return "admin";
+	default:
+		return "none";
+	}
+}
+
+/* The group named in the policy: its gid, or one of the peer's supplementary groups. */
+static bool peer_is_member(int fd, const struct ucred *cred, gid_t group)
+{
+	return cred->gid == group || peer_in_group(fd, group);
+}
+
+static enum control_role peer_role(const struct control_server *srv, int fd,
+				   const struct ucred *cred)
 {
 	/* The daemon's own user too: one that runs unprivileged (in user space) owns it. */
 	if (cred->uid == 0 || cred->uid == geteuid())
-		return true;
-	if (!srv->access.has_group)
-		return false;
-	return cred->gid == srv->access.group || peer_in_group(fd, srv->access.group);
+		return CONTROL_ROLE_ADMIN;
+	if (srv->access.has_admin_group && peer_is_member(fd, cred, srv->access.admin_group))
+		return CONTROL_ROLE_ADMIN;
+	if (srv->access.has_group && peer_is_member(fd, cred, srv->access.group))
+		return CONTROL_ROLE_READ;
+	return CONTROL_ROLE_NONE;
+}
+
+/* "root", "root and members of group G", "root and members of groups G and A". */
+static void who_may_connect(const struct control_access *a, char *buf, size_t size)
+{
+	if (a->has_group && a->has_admin_group)
+		snprintf(buf, size, "root and members of groups %s and %s", a->group_name,
+			 a->admin_group_name);
+	else if (a->has_group || a->has_admin_group)
+		snprintf(buf, size, "root and members of group %s",
+			 a->has_group ? a->group_name : a->admin_group_name);
+	else
+		snprintf(buf, size, "root");
 }
 
 static void accept_client(struct control_server *srv, int fd)
@@ -348,7 +421,8 @@ static void accept_client(struct control_server *srv, int fd)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct control_conn *conn;
-	char msg[192];
+	enum control_role role;
+	char msg[256], who[160];
 	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
@@ -357,25 +431,14 @@ static void accept_client(struct control_server *srv, int fd)
 		close(fd);
 		return;
 	}
-	if (!peer_allowed(srv, fd, &cred)) {
-		if (srv->access.has_group) {
-			log_notice("control socket %s: refused uid %u (pid %d): only root and "
-				   "group %s may use it",
-				   srv->path, (unsigned int)cred.uid, (int)cred.pid,
-				   srv->access.group_name);
-			snprintf(msg, sizeof(msg),
-				 "permission denied: uid %u may not use the control socket, only "
-				 "root and members of group %s may",
-				 (unsigned int)cred.uid, srv->access.group_name);
-		} else {
-			log_notice("control socket %s: refused uid %u (pid %d): only root may "
-				   "use it",
-				   srv->path, (unsigned int)cred.uid, (int)cred.pid);
-			snprintf(msg, sizeof(msg),
-				 "permission denied: uid %u may not use the control socket, only "
-				 "root may",
-				 (unsigned int)cred.uid);
-		}
+	role = peer_role(srv, fd, &cred);
+	if (role == CONTROL_ROLE_NONE) {
+		who_may_connect(&srv->access, who, sizeof(who));
+		log_notice("control socket %s: refused uid %u (pid %d): only %s may use it",
+			   srv->path, (unsigned int)cred.uid, (int)cred.pid, who);
+		snprintf(msg, sizeof(msg),
+			 "permission denied: uid %u may not use the control socket, only %s may",
+			 (unsigned int)cred.uid, who);
 		refuse_client(fd, EACCES, msg);
 		return;
 	}
@@ -396,7 +459,8 @@ static void accept_client(struct control_server *srv, int fd)
 	conn->srv = srv;
 	conn->fd = fd;
 	conn->id = ++srv->next_conn_id;
-	conn->peer = (struct control_peer){.pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+	conn->peer =
+	    (struct control_peer){.pid = cred.pid, .uid = cred.uid, .gid = cred.gid, .role = role};
 	line_buffer_init(&conn->in, CONTROL_REQUEST_MAX);
 	r = sd_event_add_io(srv->event, &conn->io, fd, EPOLLIN, conn_handler, conn);
 	if (r < 0) {
@@ -410,7 +474,8 @@ static void accept_client(struct control_server *srv, int fd)
 		srv->conns->prev = conn;
 	srv->conns = conn;
 	srv->n_conns++;
-	log_debug("control client %" PRIu64 " connected (pid %d)", conn->id, (int)cred.pid);
+	log_debug("control client %" PRIu64 " connected (pid %d, uid %u, role %s)", conn->id,
+		  (int)cred.pid, (unsigned int)cred.uid, control_role_name(role));
 }
 
 static int accept_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -495,6 +560,8 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct control_server *srv;
 	size_t plen = strlen(path);
+	const char *file_group = NULL;
+	gid_t file_gid = 0;
 	struct stat st;
 	mode_t old_umask;
 	int r;
@@ -521,6 +588,14 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		}
 	}
 	mode = srv->access.mode;
+	/* The readers' group owns the file; without one, the admins'. */
+	if (srv->access.has_group) {
+		file_group = srv->access.group_name;
+		file_gid = srv->access.group;
+	} else if (srv->access.has_admin_group) {
+		file_group = srv->access.admin_group_name;
+		file_gid = srv->access.admin_group;
+	}
 	if (mode & ~07777u) {
 		log_err("control socket %s: invalid mode %#o", path, mode);
 		r = -EINVAL;
@@ -552,9 +627,9 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		goto out_close;
 	}
 	/* Group first: until then the file is private, so no one else can connect early. */
-	if (srv->access.has_group && chown(path, (uid_t)-1, srv->access.group) < 0) {
+	if (file_group && chown(path, (uid_t)-1, file_gid) < 0) {
 		r = log_errno(LOG_ERR, errno, "control socket %s: cannot give it to group %s", path,
-			      srv->access.group_name);
+			      file_group);
 		goto out_unlink;
 	}
 	if (chmod(path, mode) < 0) {
@@ -578,9 +653,12 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		log_errno(LOG_ERR, r, "control socket %s: cannot add it to the event loop", path);
 		goto out_unref;
 	}
-	if (srv->access.has_group)
+	if (srv->access.has_admin_group)
+		log_info("control socket %s: listening (mode %04o, group %s, admin group %s)", path,
+			 mode, file_group, srv->access.admin_group_name);
+	else if (file_group)
 		log_info("control socket %s: listening (mode %04o, group %s)", path, mode,
-			 srv->access.group_name);
+			 file_group);
 	else
 		log_info("control socket %s: listening (mode %04o)", path, mode);
 	*out = srv;
@@ -621,4 +699,9 @@ void control_server_close(struct control_server *srv)
 unsigned int control_server_client_count(const struct control_server *srv)
 {
 	return srv ? srv->n_conns : 0;
+}
+
+size_t control_server_answer_bytes(const struct control_server *srv)
+{
+	return srv ? srv->answer_bytes : 0;
 }

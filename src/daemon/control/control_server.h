@@ -3,15 +3,17 @@
  * The daemon's control socket: a unix stream listener on the sd-event loop that reads one
  * JSON request per line and answers each with one line (docs/control-protocol.md).
  *
- * Access: the socket file has the mode and group of the handler's policy, and a peer is
- * served when its SO_PEERCRED uid is 0 or, if the policy names a group, when that group is
- * its gid or one of its supplementary groups (SO_PEERGROUPS). Others get an EACCES error
- * line and are closed.
+ * Access: the socket file has the mode and group of the handler's policy. At accept, a peer
+ * gets a role from its SO_PEERCRED credentials: admin when its uid is 0 or the daemon's own,
+ * or when the policy's admin group is its gid or one of its supplementary groups
+ * (SO_PEERGROUPS); else read when the policy's group is. Others get an EACCES error line and
+ * are closed. What each role may do is the handler's to decide.
  */
 #ifndef VSOCKMAP_CONTROL_SERVER_H
 #define VSOCKMAP_CONTROL_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -23,19 +25,43 @@ struct control_server;
 #define CONTROL_CLIENTS_MAX    64
 #define CONTROL_GROUP_NAME_MAX 64
 
+/*
+ * The most bytes of unsent answers held for all clients together: four answers of the
+ * largest size (CONTROL_RESPONSE_MAX), not 64 of them. An answer that would pass it is
+ * replaced by an ENOBUFS error line; answers of at most CONTROL_ANSWER_SMALL bytes (errors
+ * among them) always pass, so the total stays below this plus CONTROL_CLIENTS_MAX of those.
+ */
+#define CONTROL_ANSWER_BYTES_MAX (64 * 1024 * 1024)
+#define CONTROL_ANSWER_SMALL	 4096
+
+/* What a client may do, decided once at accept. Ordered: a higher role may do more. */
+enum control_role {
+	CONTROL_ROLE_NONE, /* refused at accept, never served */
+	CONTROL_ROLE_READ,
+	CONTROL_ROLE_ADMIN,
+};
+
+/* "read" or "admin" ("none" for CONTROL_ROLE_NONE). */
+const char *control_role_name(enum control_role role);
+
 /* Who sent a request, from SO_PEERCRED when it connected. */
 struct control_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
+	enum control_role role;
 };
 
-/* Who may connect, besides root. */
+/* Who may connect, besides root and the daemon's own uid (both admin). */
 struct control_access {
 	unsigned int mode; /* of the socket file */
-	bool has_group;	   /* members of group may connect; it also owns the socket file */
+	bool has_group;	   /* members of group have the read role */
 	gid_t group;
 	char group_name[CONTROL_GROUP_NAME_MAX]; /* for messages */
+	bool has_admin_group;			 /* members of admin_group have the admin role */
+	gid_t admin_group;
+	char admin_group_name[CONTROL_GROUP_NAME_MAX];
+	/* The socket file's group: group if set, else admin_group, else root's. */
 };
 
 struct control_handler {
@@ -75,5 +101,8 @@ void control_server_close(struct control_server *srv);
 
 /* Clients currently connected (refused ones are never counted). */
 unsigned int control_server_client_count(const struct control_server *srv);
+
+/* Bytes of answers queued and not yet sent, for all clients together. */
+size_t control_server_answer_bytes(const struct control_server *srv);
 
 #endif

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The control server's bound on answer memory (CONTROL_ANSWER_BYTES_MAX): clients that do
+ * not read their answers hold them in the daemon, and together they may hold at most that
+ * much. The server runs on a real sd-event loop with a handler that answers "big" with a
+ * string of the asked size; the clients are real unix sockets in this same thread, so the
+ * test pumps the loop while they read.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+#include <systemd/sd-event.h>
+
+#include "control_proto.h"
+#include "control_server.h"
+#include "log.h"
+
+/* Four of these fit under the limit, five do not. */
+#define BIG_ANSWER (15 * 1024 * 1024)
+#define N_BIG	   5
+
+struct fixture {
+	sd_event *event;
+	struct control_server *srv;
+	char dir[64];
+	char path[108]; /* sun_path */
+};
+
+static int handle(void *userdata, const struct control_peer *peer, const char *command,
+		  struct json_object *request, struct json_object **response, char **error_text)
+{
+	struct json_object *size;
+	char *blob;
+	size_t n;
+
+	(void)userdata;
+	(void)peer;
+	(void)error_text;
+	*response = json_object_new_object();
+	if (strcmp(command, "big"))
+		return 0;
+	json_object_object_get_ex(request, "size", &size);
+	n = (size_t)json_object_get_uint64(size);
+	blob = malloc(n);
+	assert_non_null(blob);
+	memset(blob, 'x', n);
+	json_object_object_add(*response, "blob", json_object_new_string_len(blob, (int)n));
+	free(blob);
+	return 0;
+}
+
+static const struct control_handler handler = {.handle = handle};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	log_init("test_control_server", LOG_ERR);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/vsockmap-ctlsrv.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/control.sock", f->dir);
+	assert_int_equal(sd_event_new(&f->event), 0);
+	assert_int_equal(control_server_open(f->event, f->path, 0600, &handler, NULL, &f->srv), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	control_server_close(f->srv);
+	sd_event_unref(f->event);
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Run the loop until it has nothing left to do right now. */
+static void pump(struct fixture *f)
+{
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		if (sd_event_run(f->event, 0) == 0)
+			return;
+}
+
+static int client(struct fixture *f)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pump(f); /* accepted */
+	return fd;
+}
+
+static void send_request(struct fixture *f, int fd, const char *command, size_t size)
+{
+	char line[128];
+	int n;
+
+	n = snprintf(line, sizeof(line), "{\"command\":\"%s\",\"size\":%zu}\n", command, size);
+	assert_int_equal(send(fd, line, (size_t)n, MSG_NOSIGNAL), n);
+	pump(f);
+}
+
+/* Read one whole answer line, pumping the loop in between; returns it parsed. */
+static struct json_object *read_answer(struct fixture *f, int fd, size_t *len)
+{
+	struct json_object *obj;
+	size_t cap = 1 << 16, used = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	int idle = 0;
+
+	assert_non_null(buf);
+	while (used == 0 || buf[used - 1] != '\n') {
+		if (used == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		n = recv(fd, buf + used, cap - used, MSG_DONTWAIT);
+		if (n > 0) {
+			used += (size_t)n;
+			idle = 0;
+			continue;
+		}
+		assert_true(n < 0 && errno == EAGAIN);
+		if (sd_event_run(f->event, 10 * 1000) == 0 && ++idle > 100)
+			fail_msg("no answer after %zu bytes", used);
+	}
+	obj = json_tokener_parse(buf);
+	assert_non_null(obj);
+	free(buf);
+	*len = used;
+	return obj;
+}
+
+static bool answer_ok(struct json_object *obj)
+{
+	struct json_object *ok;
+
+	return json_object_object_get_ex(obj, "ok", &ok) && json_object_get_boolean(ok);
+}
+
+static int answer_errno(struct json_object *obj)
+{
+	struct json_object *e;
+
+	return json_object_object_get_ex(obj, "errno", &e) ? json_object_get_int(e) : 0;
+}
+
+static void test_answer_memory_bounded(void **state)
+{
+	struct fixture *f = *state;
+	struct json_object *obj, *text;
+	int fds[N_BIG], small, i;
+	size_t held, len;
+
+	/* Four clients ask for 15 MiB each and read nothing: all four answers are held. */
+	for (i = 0; i < N_BIG; i++)
+		fds[i] = client(f);
+	for (i = 0; i < N_BIG - 1; i++)
+		send_request(f, fds[i], "big", BIG_ANSWER);
+	held = control_server_answer_bytes(f->srv);
+	assert_true(held >= (size_t)(N_BIG - 1) * BIG_ANSWER);
+	assert_true(held <= CONTROL_ANSWER_BYTES_MAX);
+
+	/* A fifth would pass the limit: it gets ENOBUFS and a reason instead. */
+	send_request(f, fds[N_BIG - 1], "big", BIG_ANSWER);
+	assert_true(control_server_answer_bytes(f->srv) <= CONTROL_ANSWER_BYTES_MAX);
+	obj = read_answer(f, fds[N_BIG - 1], &len);
+	assert_false(answer_ok(obj));
+	assert_int_equal(answer_errno(obj), ENOBUFS);
+	assert_true(json_object_object_get_ex(obj, "error", &text));
+	if (!strstr(json_object_get_string(text), "unsent answers to other control clients"))
+		fail_msg("error text: %s", json_object_get_string(text));
+	json_object_put(obj);
+
+	/* A small answer is not held back by the big ones. */
+	small = client(f);
+	send_request(f, small, "status", 0);
+	obj = read_answer(f, small, &len);
+	assert_true(answer_ok(obj));
+	json_object_put(obj);
+	close(small);
+
+	/* One reader takes its answer: that memory is free again, and the refused client's
+	 * retry is answered in full. */
+	obj = read_answer(f, fds[0], &len);
+	assert_true(answer_ok(obj));
+	assert_true(len > BIG_ANSWER);
+	json_object_put(obj);
+	assert_true(control_server_answer_bytes(f->srv) <= held - BIG_ANSWER);
+	send_request(f, fds[N_BIG - 1], "big", BIG_ANSWER);
+	obj = read_answer(f, fds[N_BIG - 1], &len);
+	assert_true(answer_ok(obj));
+	assert_true(len > BIG_ANSWER);
+	json_object_put(obj);
+
+	/* A client that hangs up without reading gives its answer back. */
+	held = control_server_answer_bytes(f->srv);
+	close(fds[1]);
+	pump(f);
+	assert_true(control_server_answer_bytes(f->srv) <= held - BIG_ANSWER);
+
+	for (i = 2; i < N_BIG - 1; i++)
+		close(fds[i]);
+	close(fds[0]);
+	close(fds[N_BIG - 1]);
+	pump(f);
+	assert_int_equal(control_server_answer_bytes(f->srv), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_answer_memory_bounded, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
