@@ -315,6 +315,11 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
 		goto out_close;
 	}
+#ifdef VSOCKMAP_TEST_KNOBS
+	/* Test builds only (Makefile, TEST_KNOBS): a window between the bind and the publish. */
+	if (getenv("VSOCKMAPD_TEST_PUBLISH_DELAY_US"))
+		usleep(strtoul(getenv("VSOCKMAPD_TEST_PUBLISH_DELAY_US"), NULL, 10));
+#endif
 	/* A passed socket's file already has the mode and owner its .socket unit gave it. */
 	err = l->activated || !address_has_file(&rc->listen)
 		  ? 0
