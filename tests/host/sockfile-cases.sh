@@ -241,10 +241,33 @@ sockfile_swapped() {
 	rm -rf "$dir"
 }
 
+# A daemon run as nobody cannot give its socket file to root: it says so, does not start, and
+# removes the file it bound (its own, still at the path).
+sockfile_chown_refused() {
+	local dir out rc
+	dir=$(mktemp -d /tmp/vsockmap-sockfile.XXXXXX)
+	chown "$SOCKFILE_NOBODY:$SOCKFILE_NOBODY" "$dir"
+	sockfile_config "$dir" "$dir/a.sock" "user=0"
+	out=$(timeout 10 setpriv --reuid="$SOCKFILE_NOBODY" --regid="$SOCKFILE_NOBODY" --clear-groups \
+		vsockmapd -c "$dir/c.conf" 2>&1)
+	rc=$?
+	if ((rc == 0 || rc == 124)); then
+		vmtest_fail sockfile-chown-refused "exit $rc: $out"
+	elif ! grep -q "a\.sock: setting the socket file's owner and mode: Operation not permitted" <<<"$out"; then
+		vmtest_fail sockfile-chown-refused "exit $rc, no clear message: $out"
+	elif [[ -e $dir/a.sock ]]; then
+		vmtest_fail sockfile-chown-refused "left $dir/a.sock behind"
+	else
+		vmtest_pass sockfile-chown-refused "exit $rc: $(grep -m1 'owner and mode' <<<"$out")"
+	fi
+	rm -rf "$dir"
+}
+
 host_sockfile_cases() {
 	sockfile_symlink_at_path
 	sockfile_symlink_parent
 	sockfile_writable_parent
 	sockfile_mode_never_wider
 	sockfile_swapped
+	sockfile_chown_refused
 }

@@ -59,8 +59,9 @@ static int check_one(const char *prefix, int depth, char *msg, size_t len)
 	int r;
 
 	if (lstat(prefix, &st)) {
+		r = -errno;
 		snprintf(msg, len, "%s: cannot stat it", prefix);
-		return -errno;
+		return r;
 	}
 	if (S_ISDIR(st.st_mode))
 		return dir_safe(prefix, &st, msg, len);
@@ -77,8 +78,9 @@ static int check_one(const char *prefix, int depth, char *msg, size_t len)
 	/* Where it points: every directory of the target, from /, by the same rule. */
 	real = realpath(prefix, NULL);
 	if (!real) {
+		r = -errno;
 		snprintf(msg, len, "%s: cannot resolve the symlink", prefix);
-		return -errno;
+		return r;
 	}
 	r = depth ? -ELOOP : check_walk(real, false, depth + 1, msg, len);
 	if (r == -ELOOP)
