@@ -48,7 +48,8 @@ static bool kept(struct listener **next, size_t n, const struct listener *l);
  * that replaces it (listener_give_socket()); -ENOENT.
  */
 static int socket_to_keep(struct daemon *d, struct listener **next, size_t n,
-			  const struct redirect_config *rc, bool *activated)
+			  const struct redirect_config *rc, bool *activated,
+			  struct socket_file_id *file)
 {
 	size_t i;
 	int fd;
@@ -60,7 +61,7 @@ static int socket_to_keep(struct daemon *d, struct listener **next, size_t n,
 
 		if (kept(next, n, l) || !address_equal(&l->rc->listen, &rc->listen))
 			continue;
-		fd = listener_give_socket(l, activated);
+		fd = listener_give_socket(l, activated, file);
 		if (fd >= 0)
 			log_info("reload: [%s] takes over %s from [%s], with its backlog", rc->name,
 				 l->where, l->rc->name);
@@ -138,6 +139,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	size_t i, n = 0;
 	int ret, first_err = 0, *keep_fd;
 	bool *keep_activated;
+	struct socket_file_id *keep_file;
 
 	memset(res, 0, sizeof(*res));
 	if (!d->cfg.path[0]) {
@@ -165,10 +167,12 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	next = calloc(cfg.n_redirects + 1, sizeof(*next));
 	keep_fd = calloc(cfg.n_redirects + 1, sizeof(*keep_fd));
 	keep_activated = calloc(cfg.n_redirects + 1, sizeof(*keep_activated));
-	if (!next || !keep_fd || !keep_activated) {
+	keep_file = calloc(cfg.n_redirects + 1, sizeof(*keep_file));
+	if (!next || !keep_fd || !keep_activated || !keep_file) {
 		free(next);
 		free(keep_fd);
 		free(keep_activated);
+		free(keep_file);
 		config_free(&cfg);
 		snprintf(err, errlen, "reload: out of memory; still running the previous "
 				      "configuration");
@@ -180,7 +184,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	for (i = 0; i < cfg.n_redirects; i++)
 		keep_fd[i] = next[i] ? -ENOENT
 				     : socket_to_keep(d, next, cfg.n_redirects, &cfg.redirects[i],
-						      &keep_activated[i]);
+						      &keep_activated[i], &keep_file[i]);
 	/* Removed ones first: a changed section may want its socket path back. */
 	retire_removed(d, next, cfg.n_redirects, res);
 	keep_control_settings(&d->cfg.daemon, &cfg.daemon);
@@ -218,7 +222,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 			continue;
 		}
 		ret = keep_fd[i] >= 0 ? listener_open_on(d, &d->cfg.redirects[i], keep_fd[i],
-							 keep_activated[i], &next[n])
+							 keep_activated[i], &keep_file[i], &next[n])
 				      : listener_open(d, &d->cfg.redirects[i], &next[n]);
 		if (ret) {
 			if (!first_err)
@@ -237,6 +241,7 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	}
 	free(keep_fd);
 	free(keep_activated);
+	free(keep_file);
 	free(d->listeners);
 	d->listeners = next;
 	d->n_listeners = n;

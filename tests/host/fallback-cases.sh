@@ -11,7 +11,9 @@
 fallback_unprivileged() {
 	local dir as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all)
 	dir=$(mktemp -d /tmp/vsockmap-fallback.XXXXXX)
-	chmod 0777 "$dir"
+	# nobody's own: a directory others may write is refused (docs/security.md).
+	chown 65534:65534 "$dir"
+	chmod 0755 "$dir"
 	printf '[daemon]\ncontrol = %s/ctl.sock\n[echo]\nlisten = UNIX-LISTEN:%s/in.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
 		"$dir" "$dir" "$dir" >"$dir/c.conf"
 	"${as_nobody[@]}" vsm-peer server "unix:$dir/srv.sock" --echo --count 1 \
@@ -44,7 +46,9 @@ fallback_unprivileged() {
 fallback_kernel_required() {
 	local dir out rc
 	dir=$(mktemp -d /tmp/vsockmap-fallback.XXXXXX)
-	chmod 0777 "$dir"
+	# nobody's own: a directory others may write is refused (docs/security.md).
+	chown 65534:65534 "$dir"
+	chmod 0755 "$dir"
 	printf '[daemon]\ncontrol = %s/ctl.sock\ndatapath = kernel\n[echo]\nlisten = UNIX-LISTEN:%s/in.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
 		"$dir" "$dir" "$dir" >"$dir/c.conf"
 	out=$(timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups vsockmapd -c "$dir/c.conf" 2>&1)

@@ -55,8 +55,7 @@ struct control_server {
 	sd_event *event;
 	char *path;
 	int fd;
-	dev_t dev; /* identity of our socket file, so close() */
-	ino_t ino; /* never unlinks a successor's socket */
+	struct socket_file_id file; /* ours: close() never unlinks a successor's socket */
 	sd_event_source *listen_io;
 	sd_event_source *accept_retry;
 	const struct control_handler *handler;
@@ -528,15 +527,14 @@ static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *
 /* The socket file's directory, and a stale file of an earlier run out of the way. */
 static int prepare_socket_file(const char *path)
 {
-	char dir[PATH_MAX];
+	char msg[PATH_MAX + 128];
 	const char *what;
 	bool removed;
 	int r;
 
-	r = socket_file_make_parents(path, dir, sizeof(dir));
+	r = socket_file_make_parents(path, msg, sizeof(msg));
 	if (r < 0)
-		return log_errno(LOG_ERR, r, "control socket %s: cannot create directory %s", path,
-				 dir);
+		return log_errno(LOG_ERR, r, "control socket %s: %s", path, msg);
 	r = socket_file_remove_stale(path, SOCK_STREAM, &removed, &what);
 	if (r == -EEXIST)
 		log_err("control socket %s: the path exists and is not a socket, "
@@ -561,9 +559,7 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 	struct control_server *srv;
 	size_t plen = strlen(path);
 	const char *file_group = NULL;
-	gid_t file_gid = 0;
-	struct stat st;
-	mode_t old_umask;
+	gid_t file_gid = (gid_t)-1;
 	int r;
 
 	if (plen == 0 || plen >= sizeof(sa.sun_path)) {
@@ -616,32 +612,25 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 		r = log_errno(LOG_ERR, errno, "control socket %s: cannot create socket", path);
 		goto out_free;
 	}
-	/* bind() creates the file with 0777 & ~umask: start private, widen to mode below. */
-	old_umask = umask(0177);
-	r = bind(srv->fd, (struct sockaddr *)&sa, sizeof(sa));
-	if (r < 0)
-		r = -errno;
-	umask(old_umask);
+	/* Mode 0000 until the group and the mode are set on that very file. */
+	r = socket_file_bind(srv->fd, &sa, &srv->file);
 	if (r < 0) {
-		r = log_errno(LOG_ERR, r, "control socket %s: cannot bind", path);
-		goto out_close;
-	}
-	/* Group first: until then the file is private, so no one else can connect early. */
-	if (file_group && chown(path, (uid_t)-1, file_gid) < 0) {
-		r = log_errno(LOG_ERR, errno, "control socket %s: cannot give it to group %s", path,
-			      file_group);
+		r = log_errno(LOG_ERR, r, "control socket %s: cannot bind%s", path,
+			      r == -ESTALE ? ": the file there is not the socket just bound" : "");
 		goto out_unlink;
 	}
-	if (chmod(path, mode) < 0) {
-		r = log_errno(LOG_ERR, errno, "control socket %s: cannot set mode %#o", path, mode);
+	r = socket_file_set_access(path, &srv->file, (uid_t)-1, file_gid, mode);
+	if (r < 0) {
+		if (r == -ESTALE)
+			log_errno(LOG_ERR, r, "control socket %s: replaced since the bind", path);
+		else if (file_group)
+			log_errno(LOG_ERR, r,
+				  "control socket %s: cannot give it group %s and mode %#o", path,
+				  file_group, mode);
+		else
+			log_errno(LOG_ERR, r, "control socket %s: cannot set mode %#o", path, mode);
 		goto out_unlink;
 	}
-	if (stat(path, &st) < 0) {
-		r = log_errno(LOG_ERR, errno, "control socket %s: cannot stat it", path);
-		goto out_unlink;
-	}
-	srv->dev = st.st_dev;
-	srv->ino = st.st_ino;
 	if (listen(srv->fd, SOMAXCONN) < 0) {
 		r = log_errno(LOG_ERR, errno, "control socket %s: cannot listen", path);
 		goto out_unlink;
@@ -667,8 +656,7 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 out_unref:
 	sd_event_unref(srv->event);
 out_unlink:
-	unlink(path);
-out_close:
+	socket_file_unlink_if_ours(path, &srv->file);
 	close(srv->fd);
 out_free:
 	free(srv->path);
@@ -678,7 +666,7 @@ out_free:
 
 void control_server_close(struct control_server *srv)
 {
-	struct stat st;
+	int r;
 
 	if (!srv)
 		return;
@@ -689,8 +677,12 @@ void control_server_close(struct control_server *srv)
 	sd_event_source_disable_unref(srv->listen_io);
 	close(srv->fd);
 	/* A successor daemon may already have replaced the file: only remove our own. */
-	if (lstat(srv->path, &st) == 0 && st.st_dev == srv->dev && st.st_ino == srv->ino)
-		unlink(srv->path);
+	r = socket_file_unlink_if_ours(srv->path, &srv->file);
+	if (r == -ESTALE)
+		log_notice("control socket %s: replaced since this daemon bound it; left in place",
+			   srv->path);
+	else if (r < 0 && r != -ENOENT)
+		log_errno(LOG_WARNING, r, "control socket %s: cannot remove it", srv->path);
 	sd_event_unref(srv->event);
 	free(srv->path);
 	free(srv);

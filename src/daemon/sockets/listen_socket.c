@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,22 +29,23 @@ static void bind_path(const struct address *addr, char *buf, size_t len)
 		snprintf(buf, len, "%s", addr->path);
 }
 
-int unix_listener_open(const struct address *addr, const char **why)
+int unix_listener_open(const struct address *addr, struct socket_file_id *id, char *msg, size_t len,
+		       const char **why)
 {
 	int type = addr->sock_type == SOCK_DGRAM ? SOCK_DGRAM : SOCK_STREAM;
 	struct sockaddr_un sun;
 	char path[sizeof(sun.sun_path)];
 	const char *step;
-	mode_t old_umask;
 	bool removed;
 	int fd, r;
 
+	*id = (struct socket_file_id){0};
 	r = sockaddr_un_from_path(addr->path, &sun);
 	*why = "socket path";
 	if (r)
 		return r;
-	*why = "creating the parent directory";
-	r = socket_file_make_parents(addr->path, path, sizeof(path));
+	*why = msg;
+	r = socket_file_make_parents(addr->path, msg, len);
 	if (r)
 		return r;
 	if (addr->unlink_early) {
@@ -65,10 +67,10 @@ int unix_listener_open(const struct address *addr, const char **why)
 	if (fd < 0)
 		return -errno;
 	/* Nobody may connect before the configured mode and owner are in place. */
-	old_umask = umask(0177);
-	*why = "bind";
-	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun)) ? -errno : 0;
-	umask(old_umask);
+	r = socket_file_bind(fd, &sun, id);
+	*why = r == -ESTALE ? "the file at the path right after the bind is not the socket "
+			      "this daemon bound"
+			    : "bind";
 	if (r)
 		goto out_close;
 	*why = "listen";
@@ -80,41 +82,53 @@ int unix_listener_open(const struct address *addr, const char **why)
 	return fd;
 
 out_unlink:
-	unlink(path);
+	socket_file_unlink_if_ours(path, id);
 out_close:
 	safe_close(fd);
 	return r;
 }
 
-int unix_listener_publish(const struct address *addr, const char **why)
+int unix_listener_publish(const struct address *addr, const struct socket_file_id *id,
+			  const char **why)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	mode_t mask = umask(0);
+	int r;
 
 	umask(mask);
 	bind_path(addr, path, sizeof(path));
-	*why = "chown";
-	if ((addr->has_user || addr->has_group) &&
-	    chown(path, addr->has_user ? addr->user : (uid_t)-1,
-		  addr->has_group ? addr->group : (gid_t)-1))
-		return -errno;
-	*why = "chmod";
-	if (chmod(path, addr->has_mode ? addr->mode : 0666 & ~mask))
-		return -errno;
+	r = socket_file_set_access(path, id, addr->has_user ? addr->user : (uid_t)-1,
+				   addr->has_group ? addr->group : (gid_t)-1,
+				   addr->has_mode ? addr->mode : 0666 & ~mask);
+	*why = r == -ESTALE ? "not the socket file this daemon bound (replaced since the bind): "
+			      "owner and mode not set"
+			    : "setting the socket file's owner and mode";
+	if (r)
+		return r;
 	*why = "renaming the socket file into place";
-	if (strcmp(path, addr->path) && rename(path, addr->path))
-		return -errno;
+	/* Never over a file someone put at the path since the stale one went. */
+	if (strcmp(path, addr->path) &&
+	    renameat2(AT_FDCWD, path, AT_FDCWD, addr->path, RENAME_NOREPLACE)) {
+		if (errno != EINVAL)
+			return -errno;
+		/* A file system without RENAME_NOREPLACE. */
+		if (rename(path, addr->path))
+			return -errno;
+	}
 	return 0;
 }
 
-void unix_listener_unlink(const struct address *addr)
+int unix_listener_unlink(const struct address *addr, const struct socket_file_id *id)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int r;
 
 	bind_path(addr, path, sizeof(path));
-	if (strcmp(path, addr->path))
-		unlink(path);
-	unlink(addr->path);
+	/* A datagram socket's file has its private name until its publish. */
+	if (strcmp(path, addr->path) && !socket_file_unlink_if_ours(path, id))
+		return 0;
+	r = socket_file_unlink_if_ours(addr->path, id);
+	return r == -ENOENT ? 0 : r;
 }
 
 int net_listener_open(const struct address *addr, const char **why)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 static int listener_socket(const struct redirect_config *rc, struct listener *l,
 			   const struct log_context *ctx)
 {
+	char msg[PATH_MAX + 128];
 	const char *why;
 	int fd;
 
@@ -198,10 +200,13 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 		 : -ENOENT;
 	if (fd >= 0) {
 		l->adopted = true;
+		/* Bound by the previous instance: the file at the path now is taken as its. */
+		socket_file_identify(rc->listen.path, &l->file);
 		return fd;
 	}
-	fd = address_has_file(&rc->listen) ? unix_listener_open(&rc->listen, &why)
-					   : net_listener_open(&rc->listen, &why);
+	fd = address_has_file(&rc->listen)
+		 ? unix_listener_open(&rc->listen, &l->file, msg, sizeof(msg), &why)
+		 : net_listener_open(&rc->listen, &why);
 	if (fd == -EADDRINUSE)
 		log_fields(LOG_ERR, ctx, "[%s] %s: another process is listening on it", rc->name,
 			   l->where);
@@ -210,6 +215,20 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	else if (fd < 0)
 		log_fields_errno(LOG_ERR, ctx, fd, "[%s] %s: %s", rc->name, l->where, why);
 	return fd;
+}
+
+/* The socket file goes, if it is still the one bound: never someone else's at its path. */
+static void listener_unlink(struct listener *l)
+{
+	int r = unix_listener_unlink(&l->rc->listen, &l->file);
+
+	if (r == -ESTALE)
+		log_notice("[%s] %s: the socket file was replaced since this daemon bound it; "
+			   "left in place",
+			   l->rc->name, l->where);
+	else if (r)
+		log_errno(LOG_WARNING, r, "[%s] %s: cannot remove the socket file", l->rc->name,
+			  l->where);
 }
 
 static void listener_close(struct listener *l)
@@ -221,7 +240,7 @@ static void listener_close(struct listener *l)
 	if (l->fd >= 0) {
 		/* systemd keeps a passed or stored socket listening; the file stays for it. */
 		if (!l->activated && !l->handed_over && address_has_file(&l->rc->listen))
-			unix_listener_unlink(&l->rc->listen);
+			listener_unlink(l);
 		l->fd = safe_close(l->fd);
 	}
 }
@@ -239,11 +258,11 @@ static bool unix_target_unhashed(const struct daemon *d, const struct redirect_c
 
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
 {
-	return listener_open_on(d, rc, -1, false, out);
+	return listener_open_on(d, rc, -1, false, NULL, out);
 }
 
 int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
-		     struct listener **out)
+		     const struct socket_file_id *file, struct listener **out)
 {
 	char listen[160], target[160];
 	const struct log_context *ctx =
@@ -282,6 +301,8 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 			   rc->name);
 	l->kept = fd >= 0;
 	l->activated = activated;
+	if (file)
+		l->file = *file;
 	l->fd = l->kept ? fd : listener_socket(rc, l, ctx);
 	if (l->fd < 0) {
 		err = l->fd;
@@ -315,17 +336,22 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
 		goto out_close;
 	}
+#ifdef VSOCKMAP_TEST_KNOBS
+	/* Test builds only (Makefile, TEST_KNOBS): a window between the bind and the publish. */
+	if (getenv("VSOCKMAPD_TEST_PUBLISH_DELAY_US"))
+		usleep(strtoul(getenv("VSOCKMAPD_TEST_PUBLISH_DELAY_US"), NULL, 10));
+#endif
 	/* A passed socket's file already has the mode and owner its .socket unit gave it. */
 	err = l->activated || !address_has_file(&rc->listen)
 		  ? 0
-		  : unix_listener_publish(&rc->listen, &why);
+		  : unix_listener_publish(&rc->listen, &l->file, &why);
 	if (err) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: %s", rc->name, l->where, why);
 		goto out_close;
 	}
 	log_fields(LOG_INFO, ctx, "[%s] %s %s%s; data path: %s%s%s", rc->name,
 		   l->dgram ? "receiving datagrams on" : "listening on", l->where,
-		   l->kept	? " (the socket of the section it replaces, backlog included)"
+		   l->kept	  ? " (the socket of the section it replaces, backlog included)"
 		   : l->activated ? " (socket passed by systemd)"
 		   : l->adopted	  ? " (taken back from the previous instance)"
 				  : "",
@@ -360,7 +386,7 @@ static bool listener_target_refused(struct listener *l, int err)
 	return true;
 }
 
-int listener_give_socket(struct listener *l, bool *activated)
+int listener_give_socket(struct listener *l, bool *activated, struct socket_file_id *file)
 {
 	int fd = l->fd;
 
@@ -369,6 +395,7 @@ int listener_give_socket(struct listener *l, bool *activated)
 	l->io = sd_event_source_disable_unref(l->io);
 	l->retry = sd_event_source_disable_unref(l->retry);
 	*activated = l->activated;
+	*file = l->file;
 	l->fd = -1; /* listener_close() neither closes it nor removes its file */
 	return fd;
 }

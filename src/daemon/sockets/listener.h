@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "socket_file.h"
 #include "traffic.h"
 
 struct daemon;
@@ -39,6 +40,7 @@ struct listener {
 	bool kept;	  /* the socket of the section a reload replaced, on the same address */
 	int fd;
 	bool activated; /* fd passed by systemd: its socket file belongs to the .socket unit */
+	struct socket_file_id file; /* the socket file bound: only it is published and removed */
 	sd_event_source *io;
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
 	bool userspace;		       /* its redirects run in the daemon, not the kernel */
@@ -57,19 +59,19 @@ struct listener {
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out);
 
 /*
- * The same on a listening socket a removed section gave up (listener_give_socket()): fd, and
- * whether systemd passed it. The socket is taken, also on failure.
+ * The same on a listening socket a removed section gave up (listener_give_socket()): fd,
+ * whether systemd passed it, and its socket file. The socket is taken, also on failure.
  */
 int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
-		     struct listener **out);
+		     const struct socket_file_id *file, struct listener **out);
 
 /*
  * A reload replaces l's section with one on the same listen address: l gives its listening
  * socket up, backlog and file included, so that no client waiting there, or connecting
- * meanwhile, is reset or refused. Returns the fd, with *activated; -ENOENT when l has none
- * to give (a datagram section, or none open).
+ * meanwhile, is reset or refused. Returns the fd, with *activated and *file; -ENOENT when l has
+ * none to give (a datagram section, or none open).
  */
-int listener_give_socket(struct listener *l, bool *activated);
+int listener_give_socket(struct listener *l, bool *activated, struct socket_file_id *file);
 
 /*
  * Stop listening (its socket file goes) but leave its live redirects to finish: the listener
