@@ -80,6 +80,7 @@ static struct options opt = {
 };
 
 static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t ping_signal; /* hold: SIGUSR1 asks for a round of echoes */
 static uint8_t pattern[BLOCK_SIZE];
 
 /* 0 means no deadline: used for --timeout. */
@@ -1050,6 +1051,40 @@ static int write_text_file(const char *path, const char *text)
 	return 0;
 }
 
+/*
+ * One byte through every held connection, and its echo back within --timeout: the
+ * connections are not only open but carry bytes (after a relay's restart, say). Prints a
+ * "hold-ping" line; returns how many echoed.
+ */
+static size_t hold_ping(const int *held, uint64_t nheld)
+{
+	struct epoll_event ev[MAX_EVENTS];
+	int ep = epoll_create1(EPOLL_CLOEXEC), n, k;
+	uint64_t i, sent = 0, echoed = 0, deadline = deadline_after(opt.timeout_s);
+	uint8_t b = 0x5a;
+
+	for (i = 0; ep >= 0 && i < nheld; i++) {
+		struct epoll_event e = {.events = EPOLLIN, .data.fd = held[i]};
+
+		if (write(held[i], &b, 1) == 1 && !epoll_ctl(ep, EPOLL_CTL_ADD, held[i], &e))
+			sent++;
+	}
+	while (ep >= 0 && echoed < sent && !stop_signal && now_ns() < deadline) {
+		n = epoll_wait(ep, ev, MAX_EVENTS, 100);
+		for (k = 0; k < n; k++) {
+			epoll_ctl(ep, EPOLL_CTL_DEL, ev[k].data.fd, NULL);
+			echoed += read(ev[k].data.fd, &b, 1) == 1 && b == 0x5a;
+		}
+	}
+	if (ep >= 0)
+		close(ep);
+	printf("{\"role\":\"hold-ping\",\"held\":%" PRIu64 ",\"sent\":%" PRIu64
+	       ",\"echoed\":%" PRIu64 "}\n",
+	       nheld, sent, echoed);
+	fflush(stdout);
+	return echoed;
+}
+
 static int hold_main(void)
 {
 	struct epoll_event ev[MAX_EVENTS];
@@ -1099,8 +1134,13 @@ static int hold_main(void)
 	fflush(stdout);
 	if (opt.ready_file && write_text_file(opt.ready_file, line))
 		goto out;
-	while (!stop_signal)
+	while (!stop_signal) {
 		pause();
+		if (ping_signal && !stop_signal) {
+			ping_signal = 0;
+			hold_ping(held, nheld);
+		}
+	}
 	/* Which connections survived the hold: a relay that dropped some shows here. */
 	for (i = 0; i < nheld; i++) {
 		char b;
@@ -1148,7 +1188,8 @@ static const char usage_text[] =
     "                     stops early after K failed ones (those not tried fail too)\n"
     "  hold ADDR --count N --ready-file F [--concurrency C] [--max-failures K]\n"
     "                     open N connections, each proven by a byte echoed back;\n"
-    "                     write F, then hold them until SIGTERM\n"
+    "                     write F, then hold them until SIGTERM; SIGUSR1: one\n"
+    "                     more echoed byte through each (a \"hold-ping\" line)\n"
     "\n"
     "Addresses: unix:PATH  unix-dgram:PATH  tcp:IPV4:PORT  vsock:CID:PORT\n"
     "(a vsock server listens on VMADDR_CID_ANY)\n"
@@ -1302,6 +1343,12 @@ static int parse_options(int argc, char **argv)
 	return 0;
 }
 
+static void on_ping_signal(int sig)
+{
+	(void)sig;
+	ping_signal = 1;
+}
+
 static void on_stop_signal(int sig)
 {
 	stop_signal = sig;
@@ -1329,6 +1376,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_ping_signal;
+	sigaction(SIGUSR1, &sa, NULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	raise_nofile();
 	pattern_init();
