@@ -295,6 +295,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	fd_limit_fit(&d->cfg);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = passed_fds_collect(&d->passed);
+	err = err ?: handover_collect(d);
 	if (err < 0) {
 		log_errno(LOG_ERR, err, "reading the sockets passed by systemd (LISTEN_FDS)");
 		goto out;

@@ -54,6 +54,7 @@
 #include "bpf_object_id.h"
 
 #include "daemon.h"
+#include "fd_carrier.h"
 #include "handover.h"
 #include "listener.h"
 #include "passed_fds.h"
@@ -65,6 +66,7 @@
 #define HANDOVER_SETTLE_USEC (3 * USEC_PER_SEC)
 #define HANDOVER_POLL_USEC   (5 * USEC_PER_MSEC)
 #define SHA_LEN		     16
+#define PAIR_NAME_LEN	     300
 
 /* Stored for us by the previous instance (the rest is socket activation's). */
 static bool stored(const struct daemon *d, size_t i)
@@ -168,15 +170,26 @@ static struct listener *find_listener(struct daemon *d, const char *section)
 	return NULL;
 }
 
-/* The target socket stored with redirect id, or -1. */
-static int find_target(struct daemon *d, uint64_t id)
+static bool is_target_of(struct daemon *d, size_t i, uint64_t id)
 {
 	struct pair_name p;
+
+	return stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.end == 't' && p.id == id;
+}
+
+/*
+ * The target socket stored with redirect id, or -1. It comes right after its client (a
+ * carrier's pairs, and the fd store keeps the order it was given): looked up there first, so
+ * that taking back n pairs does not cost n times n lookups.
+ */
+static int find_target(struct daemon *d, uint64_t id, size_t client)
+{
 	size_t i;
 
+	if (client + 1 < d->passed.n && is_target_of(d, client + 1, id))
+		return passed_fds_take(&d->passed, client + 1);
 	for (i = 0; i < d->passed.n; i++)
-		if (stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.end == 't' &&
-		    p.id == id)
+		if (is_target_of(d, i, id))
 			return passed_fds_take(&d->passed, i);
 	return -1;
 }
@@ -203,13 +216,16 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	if (parse_pair(stored_name(d, i), &p) || p.end != 'c')
 		return 0;
 	cfd = passed_fds_take(&d->passed, i);
-	tfd = find_target(d, p.id);
+	tfd = find_target(d, p.id, i);
 	if (tfd < 0 || (!maps_reused && p.slot != REDIRECT_SLOT_USERSPACE)) {
 		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
 		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
 			 tfd < 0 ? "without its target socket" : "with maps this build cannot use");
 		safe_close(cfd);
 		safe_close(tfd);
+		/* handover_reserve_slots() kept its slot: nobody else would ever get it. */
+		if (p.slot != REDIRECT_SLOT_USERSPACE && d->dp)
+			dataplane_slot_free(d->dp, p.slot);
 		return 0;
 	}
 	if (p.id >= d->next_id)
@@ -263,7 +279,7 @@ int handover_adopt(struct daemon *d)
 	}
 	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
 	for (i = 0; i < d->passed.n; i++) {
-		if (!passed_fd_stored(&d->passed.v[i]))
+		if (!passed_fd_stored(&d->passed.v[i]) || d->passed.v[i].carried)
 			continue;
 		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored_name(d, i));
 		n_stored++;
@@ -272,6 +288,19 @@ int handover_adopt(struct daemon *d)
 		log_info("took back %d redirect%s from the previous instance (%zu fds stored)", n,
 			 n == 1 ? "" : "s", n_stored);
 	return n;
+}
+
+int handover_collect(struct daemon *d)
+{
+	int pairs = fd_carrier_unpack(&d->passed);
+
+	if (pairs < 0)
+		return log_errno(LOG_ERR, pairs, "restart: reading the pairs the previous instance "
+					       "handed over");
+	if (pairs)
+		log_info("restart: %d redirect%s carried over beside the fd store", pairs,
+			 pairs == 1 ? "" : "s");
+	return 0;
 }
 
 /* A stored listener nobody claimed: its section is gone, and so is its socket file. */
@@ -330,6 +359,32 @@ static int store(int fd, const char *fmt, ...)
 	return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
 }
 
+static int store_named(int fd, const char *name)
+{
+	return store(fd, "%s", name);
+}
+
+/* A settled pair, into a carrier, or (a carrier failed) into the fd store itself. */
+static int store_pair(struct fd_carrier *carrier, struct redirect *r, uint64_t id, uint32_t slot,
+		      unsigned int half, int cfd, int tfd)
+{
+	const char *section = redirect_listener(r)->rc->name;
+	char name[PAIR_NAME_LEN];
+	int err;
+
+	snprintf(name, sizeof(name), "%" PRIu64 ".%" PRIu32 ".%u.%s", id, slot, half, section);
+	err = fd_carrier_send_pair(carrier, cfd, tfd, name);
+	if (!err)
+		return 0;
+	if (!carrier->failed)
+		log_errno(LOG_WARNING, err, "restart: a pair did not fit in a carrier; storing "
+					    "it in the fd store (which holds FileDescriptorStoreMax)");
+	carrier->failed = true;
+	err = store(cfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.c.%s", id, slot, half, section);
+	return err ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
+			    section);
+}
+
 static int store_map(void *ctx, const char *name, int fd)
 {
 	size_t *n = ctx;
@@ -362,7 +417,8 @@ static void store_probe_links(struct daemon *d, size_t pairs, bool adopted_pairs
 
 static void store_all(struct daemon *d)
 {
-	size_t i, pairs = 0, unsettled = 0, maps = 0;
+	size_t i, pairs = 0, unsettled = 0, maps = 0, lost = 0;
+	struct fd_carrier carrier;
 	bool adopted_pairs = false;
 	const char *why;
 	struct redirect *r;
@@ -384,6 +440,7 @@ static void store_all(struct daemon *d)
 		if (!store(l->fd, STORED_LISTENER_PREFIX "%s", l->rc->name))
 			l->handed_over = true;
 	}
+	fd_carrier_init(&carrier, store_named);
 	for (r = d->redirects; r; r = redirect_next(r)) {
 		redirect_handover_info(r, &id, &slot, &half, &cfd, &tfd);
 		if (!redirect_settle(r, &why)) {
@@ -394,23 +451,25 @@ static void store_all(struct daemon *d)
 			unsettled++;
 			continue;
 		}
-		err = store(cfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.c.%s", id, slot, half,
-			    redirect_listener(r)->rc->name);
-		err = err
-			  ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
-				   redirect_listener(r)->rc->name);
+		err = store_pair(&carrier, r, id, slot, half, cfd, tfd);
 		if (err) {
-			log_errno(LOG_ERR, err, "handing redirect %" PRIu64 " to systemd", id);
+			log_errno(LOG_ERR, err,
+				  "[%s] redirect %" PRIu64 ": not handed over: closes with this "
+				  "instance",
+				  redirect_listener(r)->rc->name, id);
+			lost++;
 			continue;
 		}
 		adopted_pairs |= redirect_adopted(r);
 		redirect_mark_handed_over(r);
 		pairs++;
 	}
+	fd_carrier_finish(&carrier);
 	store_probe_links(d, pairs, adopted_pairs);
-	log_notice("restart: handed %zu redirect%s, the listeners and %zu BPF maps to systemd%s",
-		   pairs, pairs == 1 ? "" : "s", maps,
-		   unsettled ? "; some had not settled and close" : "");
+	log_notice("restart: handed %zu redirect%s (%zu in %u carrier%s), the listeners and %zu "
+		   "BPF maps to systemd; %zu not settled and %zu not handed over close",
+		   pairs, pairs == 1 ? "" : "s", carrier.carried, carrier.n,
+		   carrier.n == 1 ? "" : "s", maps, unsettled, lost);
 }
 
 static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)

@@ -41,6 +41,12 @@ struct handover_state {
 int handover_map_fd(void *ctx, const char *name);
 
 /*
+ * Right after passed_fds_collect(): the pairs the previous instance sent beside the fd store
+ * (fd_carrier.h) join d->passed, named as if stored. 0 or -errno (logged).
+ */
+int handover_collect(struct daemon *d);
+
+/*
  * IDs of the stored redirects, so that nothing started before they are taken back (a
  * UNIX-RECV listener's forwarder) gets one of them: daemon_next_id() goes on from the highest.
  */

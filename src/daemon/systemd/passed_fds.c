@@ -13,7 +13,7 @@ int passed_fds_collect(struct passed_fds *p)
 	int n, i;
 
 	p->v = NULL;
-	p->n = 0;
+	p->n = p->cap = 0;
 	n = sd_listen_fds_with_names(1, &names);
 	if (n <= 0)
 		return n;
@@ -31,7 +31,7 @@ int passed_fds_collect(struct passed_fds *p)
 		if (names)
 			names[i] = NULL;
 	}
-	p->n = n;
+	p->n = p->cap = n;
 	n = 0;
 out:
 	if (names) {
@@ -40,6 +40,26 @@ out:
 		free(names);
 	}
 	return n;
+}
+
+int passed_fds_add(struct passed_fds *p, int fd, char *name, bool carried)
+{
+	struct passed_fd *v;
+	size_t cap;
+
+	if (p->n == p->cap) {
+		cap = p->cap ? 2 * p->cap : 64;
+		v = reallocarray(p->v, cap, sizeof(*v));
+		if (!v) {
+			safe_close(fd);
+			free(name);
+			return -ENOMEM;
+		}
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = (struct passed_fd){.fd = fd, .name = name, .carried = carried};
+	return 0;
 }
 
 bool passed_fd_stored(const struct passed_fd *f)
@@ -76,5 +96,5 @@ void passed_fds_release(struct passed_fds *p)
 	}
 	free(p->v);
 	p->v = NULL;
-	p->n = 0;
+	p->n = p->cap = 0;
 }

@@ -12,13 +12,14 @@
 #include <stddef.h>
 
 struct passed_fd {
-	int fd;	    /* -1 once taken */
-	char *name; /* FDNAME; NULL without LISTEN_FDNAMES */
+	int fd;	      /* -1 once taken */
+	char *name;   /* FDNAME; NULL without LISTEN_FDNAMES */
+	bool carried; /* from a carrier (fd_carrier.h), not from systemd's store */
 };
 
 struct passed_fds {
 	struct passed_fd *v;
-	size_t n;
+	size_t n, cap;
 };
 
 /* Every stored name starts with this; the other names are socket activation's. */
@@ -29,6 +30,9 @@ struct passed_fds {
 /* Take what systemd passed, and unset LISTEN_*: nothing the daemon starts may think they are
  * its own. 0 (also when nothing was passed) or -errno. */
 int passed_fds_collect(struct passed_fds *p);
+
+/* Add fd named name (both now p's, or closed and freed on -ENOMEM). */
+int passed_fds_add(struct passed_fds *p, int fd, char *name, bool carried);
 
 /* Stored by the previous instance for a restart: its name starts with HANDOVER_PREFIX. */
 bool passed_fd_stored(const struct passed_fd *f);
