@@ -113,8 +113,51 @@ stop_asks_systemd_without_waiting() {
 	mini_stop
 }
 
+# The same silent bus, and a daemon whose event loop ends on its own while the question is
+# open: a socat-style one-shot listener (no ",fork") whose only client closes after the
+# SIGTERM. sd-bus flushes an attached bus when the loop exits, unless told not to, and a
+# flush waits for the handshake: that daemon hung until the bus went away (the silent bus
+# here ends after 60 s; 90 s is sd-bus's own limit). It must exit once the client is gone.
+stop_once_with_question_open() {
+	local bus t0 t1 rc
+	if [[ -S /run/systemd/private ]]; then
+		vmtest_skip stop-once-asking "this machine runs systemd: the daemon would ask it, not the silent bus"
+		return
+	fi
+	MINI_DIR=$(mktemp -d /tmp/vsockmap-stop-once.XXXXXX)
+	socat "UNIX-LISTEN:$MINI_DIR/bus.sock,fork" EXEC:"sleep 60" >/dev/null 2>&1 &
+	bus=$!
+	wait_for_socket "$MINI_DIR/bus.sock" 10
+	mini_echo
+	INVOCATION_ID=0123456789abcdef0123456789abcdef \
+		DBUS_SYSTEM_BUS_ADDRESS="unix:path=$MINI_DIR/bus.sock" \
+		vsockmapd -d -d -d --datapath=userspace "UNIX-LISTEN:$MINI_DIR/once.sock" \
+		"UNIX-CONNECT:$MINI_DIR/srv.sock" 2>"$MINI_DIR/daemon.log" &
+	MINI_PID=$!
+	wait_for_socket "$MINI_DIR/once.sock" 10
+	socat -u EXEC:"sleep 1" "UNIX-CONNECT:$MINI_DIR/once.sock" &
+	caps_wait_log "$MINI_DIR/daemon.log" 'connected'
+	t0=$EPOCHSECONDS
+	kill -TERM "$MINI_PID"
+	wait "$MINI_PID"
+	rc=$?
+	t1=$EPOCHSECONDS
+	MINI_PID=
+	kill "$bus" 2>/dev/null
+	wait "$bus" 2>/dev/null
+	if ! grep -q 'asking systemd whether this is a restart' "$MINI_DIR/daemon.log"; then
+		vmtest_fail stop-once-asking "the daemon did not ask the bus: $(tail -n 3 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	elif ((t1 - t0 >= 30)); then
+		vmtest_fail stop-once-asking "exit $rc $((t1 - t0)) s after the SIGTERM: the loop's end waited for the silent bus | $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	else
+		vmtest_pass stop-once-asking "one-shot listener, its client gone while the question was open: exit $rc $((t1 - t0)) s after the SIGTERM"
+	fi
+	mini_stop
+}
+
 host_stop_cases() {
 	stop_asks_systemd_without_waiting
+	stop_once_with_question_open
 	stop_outlasts_drain_timeout
 	stop_gives_up userspace
 	stop_gives_up kernel

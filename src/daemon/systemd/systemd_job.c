@@ -54,7 +54,13 @@ static int open_bus(sd_event *event, sd_bus **out)
 		if (r < 0)
 			return r;
 	}
+	/*
+	 * Attached, sd-bus would flush the bus when the loop exits, and a flush waits for the
+	 * handshake: a stop whose loop ends while the question is open would hang on a bus
+	 * that never answers.
+	 */
 	r = sd_bus_set_method_call_timeout(bus, SYSTEMD_JOB_TIMEOUT_USEC);
+	r = r < 0 ? r : sd_bus_set_close_on_exit(bus, 0);
 	r = r < 0 ? r : sd_bus_attach_event(bus, event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0) {
 		sd_bus_close_unref(bus); /* no flush: it would wait for the bus */
