@@ -143,6 +143,8 @@ $(OUTPUT)/vsockmapctl: $(CTL_OBJS) $(COMMON_OBJS)
 # Unit tests of a daemon module link that module too.
 $(OUTPUT)/tests/test_sockopt: $(OUTPUT)/src/daemon/sockets/sockopt.o
 $(OUTPUT)/tests/test_socket_file: $(OUTPUT)/src/daemon/sockets/socket_file.o
+$(OUTPUT)/tests/test_listen_socket: $(addprefix $(OUTPUT)/src/daemon/sockets/,listen_socket.o \
+	socket_file.o socket_address.o)
 $(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/daemon/dataplane/slot_pool.o
 $(OUTPUT)/tests/test_fd_carrier: $(addprefix $(OUTPUT)/src/daemon/systemd/,fd_carrier.o \
 	passed_fds.o)

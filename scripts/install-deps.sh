@@ -13,7 +13,7 @@ packages=(
 	make gcc pkg-config clang bpftool
 	libbpf-dev libsystemd-dev libinih-dev libjson-c-dev libcmocka-dev
 	socat qemu-system-x86 busybox-static cpio xz-utils gzip gnuplot-nox
-	debootstrap e2fsprogs python3 util-linux cppcheck clang-tidy
+	debootstrap e2fsprogs python3 util-linux acl cppcheck clang-tidy
 	debhelper dpkg-dev lintian
 )
 if [[ ${1:-} == --kernel ]]; then

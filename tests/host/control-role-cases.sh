@@ -105,6 +105,63 @@ role_ids() {
 print(" ".join(str(r["id"]) for r in json.loads(sys.argv[1]) if r["client"] and r["client"]["uid"] == int(sys.argv[2])))' "$1" "$2"
 }
 
+# role_slots_cases: a reader that holds every control connection it can get must not lock
+# root out (docs/security.md, "Slots kept for admins"). It tries for all 64, asking status
+# on each so that a refused one is told apart from a kept one, and holds the kept ones until
+# ROLE_DIR/release exists. It writes what it got into ROLE_DIR/held (role_hold made it).
+role_slots_cases() {
+	local out rc got reader_uid
+	reader_uid=$(id -u "$ROLE_READER")
+	setpriv --reuid="$ROLE_READER" --regid="$ROLE_READER" --init-groups "$PYTHON" - \
+		"$ROLE_DIR/ctl.sock" "$ROLE_DIR/held/slots" "$ROLE_DIR/release" <<'PY' &
+import json, os, socket, sys, time
+kept, refused = [], []
+for _ in range(64):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    try:
+        c.sendall(b'{"command":"status"}\n')
+    except BrokenPipeError:
+        pass  # refused: the error line is already waiting to be read
+    line = c.makefile("rb").readline()
+    resp = json.loads(line) if line else {"ok": False, "error": "closed"}
+    if resp.get("ok"):
+        kept.append(c)
+    else:
+        refused.append(resp["error"])
+        c.close()
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write("%d %d %s\n" % (len(kept), len(refused), refused[0] if refused else "-"))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+for _ in range(300):
+    if os.path.exists(sys.argv[3]):
+        break
+    time.sleep(0.1)
+PY
+	ROLE_HOLD+=("$!")
+	if ! wait_for_file "$ROLE_DIR/held/slots" 20; then
+		vmtest_fail role-read-slots "the reader's connections did not finish"
+		return
+	fi
+	got=$(<"$ROLE_DIR/held/slots")
+	out=$(vsockmapctl -s "$ROLE_DIR/ctl.sock" reload 2>&1)
+	rc=$?
+	if ((rc == 0)) && [[ $out == "vsockmapd reloaded"* ]]; then
+		vmtest_pass role-admin-slot-kept "root reloads while the reader holds its connections ($got)"
+	else
+		vmtest_fail role-admin-slot-kept "the reader holds connections ($got); root's reload rc=$rc: $out"
+	fi
+	out=$(role_ctl "$ROLE_READER" status 2>&1)
+	rc=$?
+	if [[ $got == "56 8 too many control clients of the read role (56 connected, the most they may hold; the other 8 slots are kept for the admin role)" ]] &&
+		((rc == 1)) && [[ $out == *"too many control clients of the read role (56 connected"* ]] &&
+		grep -q "refused uid $reader_uid (pid [0-9]*): read-role clients already hold 56 connections" "$ROLE_DIR/daemon.log"; then
+		vmtest_pass role-read-slots "the reader kept 56 of 64, its next one: $out"
+	else
+		vmtest_fail role-read-slots "kept, refused, first refusal: $got; its next one rc=$rc: $out"
+	fi
+}
+
 role_cases_body() {
 	local out rc reader_uid admin_uid root_ids own_ids all want st
 	ROLE_GROUPS=() ROLE_USERS=() ROLE_HOLD=() ROLE_DAEMON='' ROLE_SRV=''
@@ -202,6 +259,8 @@ role_cases_body() {
 	else
 		vmtest_fail role-outsider-refused "rc=$rc: $out"
 	fi
+	role_slots_cases
+
 	touch "$ROLE_DIR/release"
 	wait "${ROLE_HOLD[@]}" 2>/dev/null
 	ROLE_HOLD=()

@@ -4,9 +4,9 @@
 # Socket files in a directory others could change (docs/security.md, "Socket files"): the
 # daemon gives owner and mode only to the file it bound, never to what a symlink put in its
 # place points to; the file is never more open than configured; a parent directory that
-# others may write (and is not sticky), or a symlink someone else owns on the way, is refused
-# with its name and the cause; at stop and reload a socket file that is no longer the one the
-# daemon bound is left alone. Sourced by tests/host/run.sh after tests/lib/harness.sh.
+# others may write (and is not sticky), by its mode or through its ACL, or a symlink someone
+# else owns on the way, is refused with its name and the cause; at stop and reload a socket
+# file that is no longer the one the daemon bound is left alone. Sourced by tests/host/run.sh after tests/lib/harness.sh.
 
 SOCKFILE_NOBODY=65534
 
@@ -140,6 +140,23 @@ sockfile_writable_parent() {
 		vmtest_pass sockfile-group-writable-parent "exit $rc: $(grep -m1 'writable by group' <<<"$out")"
 	else
 		vmtest_fail sockfile-group-writable-parent "exit $rc: $out"
+	fi
+
+	# root:root 0775 is fine by its mode alone; with an ACL those group bits are the mask.
+	if command -v setfacl >/dev/null; then
+		mkdir -m 0755 "$dir/acl"
+		setfacl -m "u:$SOCKFILE_NOBODY:rwx" "$dir/acl"
+		sockfile_config "$dir" "$dir/acl/a.sock"
+		out=$(timeout 10 vsockmapd -c "$dir/c.conf" 2>&1)
+		rc=$?
+		if ((rc != 0 && rc != 124)) && [[ ! -e $dir/acl/a.sock ]] &&
+			grep -q "$dir/acl: writable by uid $SOCKFILE_NOBODY through its ACL and not sticky (mode 0775)" <<<"$out"; then
+			vmtest_pass sockfile-acl-writable-parent "exit $rc: $(grep -m1 'through its ACL' <<<"$out")"
+		else
+			vmtest_fail sockfile-acl-writable-parent "exit $rc with u:$SOCKFILE_NOBODY:rwx on $dir/acl: $out"
+		fi
+	else
+		vmtest_skip sockfile-acl-writable-parent "no setfacl here (package acl; make deps installs it)"
 	fi
 
 	chmod 1777 "$dir/open"

@@ -63,6 +63,7 @@ struct control_server {
 	struct control_access access;
 	struct control_conn *conns;
 	unsigned int n_conns;
+	unsigned int n_read_conns; /* of n_conns, those of the read role */
 	uint64_t next_conn_id;
 	size_t answer_bytes; /* the conns' out_len, summed */
 };
@@ -78,6 +79,8 @@ static void conn_free(struct control_conn *conn)
 	if (conn->next)
 		conn->next->prev = conn->prev;
 	srv->n_conns--;
+	if (conn->peer.role == CONTROL_ROLE_READ)
+		srv->n_read_conns--;
 
 	/* sd-event defers the actual free when this is the source being dispatched. */
 	sd_event_source_disable_unref(conn->io);
@@ -448,6 +451,23 @@ static void accept_client(struct control_server *srv, int fd)
 		refuse_client(fd, EUSERS, msg);
 		return;
 	}
+	/*
+	 * The group may hold readers the admins do not fully trust: a reader that keeps
+	 * connections open (they never time out) must not take the admins' slots too.
+	 */
+	if (role == CONTROL_ROLE_READ && srv->n_read_conns >= CONTROL_CLIENTS_READ_MAX) {
+		log_warn("control socket %s: refused uid %u (pid %d): read-role clients already "
+			 "hold %u connections, the most they may; the other %d are kept for the "
+			 "admin role",
+			 srv->path, (unsigned int)cred.uid, (int)cred.pid, srv->n_read_conns,
+			 CONTROL_CLIENTS_MAX - CONTROL_CLIENTS_READ_MAX);
+		snprintf(msg, sizeof(msg),
+			 "too many control clients of the read role (%u connected, the most they "
+			 "may hold; the other %d slots are kept for the admin role)",
+			 srv->n_read_conns, CONTROL_CLIENTS_MAX - CONTROL_CLIENTS_READ_MAX);
+		refuse_client(fd, EUSERS, msg);
+		return;
+	}
 
 	conn = calloc(1, sizeof(*conn));
 	if (!conn) {
@@ -473,6 +493,8 @@ static void accept_client(struct control_server *srv, int fd)
 		srv->conns->prev = conn;
 	srv->conns = conn;
 	srv->n_conns++;
+	if (role == CONTROL_ROLE_READ)
+		srv->n_read_conns++;
 	log_debug("control client %" PRIu64 " connected (pid %d, uid %u, role %s)", conn->id,
 		  (int)cred.pid, (unsigned int)cred.uid, control_role_name(role));
 }

@@ -21,9 +21,14 @@ struct json_object;
 struct control_server;
 
 #define CONTROL_SOCKET_MODE_DEFAULT 0600
-/* Further clients are accepted, sent an EUSERS error line and closed. */
-#define CONTROL_CLIENTS_MAX    64
-#define CONTROL_GROUP_NAME_MAX 64
+/*
+ * Further clients are accepted, sent an EUSERS error line and closed. Read-role clients
+ * may take at most CONTROL_CLIENTS_READ_MAX of the slots: the rest are kept for the admin
+ * role, so that idle connections of a reader never lock root and the admins out.
+ */
+#define CONTROL_CLIENTS_MAX	 64
+#define CONTROL_CLIENTS_READ_MAX 56
+#define CONTROL_GROUP_NAME_MAX	 64
 
 /*
  * The most bytes of unsent answers held for all clients together: four answers of the

@@ -88,6 +88,35 @@ out_close:
 	return r;
 }
 
+/*
+ * Give the socket file at from the name to, never over a file someone put there since the
+ * stale one went. Where the file system has no RENAME_NOREPLACE (EINVAL: some network file
+ * systems), rename() would replace such a file without a word; link() never replaces
+ * anything (EEXIST) and a socket file may have a second name, so the file is linked to its
+ * path and its private name removed. fs.protected_hardlinks does not stand in the way: the
+ * file is the daemon's, or one it had CAP_FOWNER to give its mode after the chown.
+ */
+static int move_into_place(const char *from, const char *to, const struct socket_file_id *id,
+			   const char **why)
+{
+	int r;
+
+	if (!renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	*why = "linking the socket file into place (no RENAME_NOREPLACE on this file system)";
+	if (link(from, to))
+		return -errno;
+	if (!unlink(from))
+		return 0;
+	/* Two names would outlive the stop: unix_listener_unlink() removes only the private one. */
+	r = -errno;
+	*why = "removing the socket file's private name after linking it into place";
+	socket_file_unlink_if_ours(to, id);
+	return r;
+}
+
 int unix_listener_publish(const struct address *addr, const struct socket_file_id *id,
 			  const char **why)
 {
@@ -106,16 +135,7 @@ int unix_listener_publish(const struct address *addr, const struct socket_file_i
 	if (r)
 		return r;
 	*why = "renaming the socket file into place";
-	/* Never over a file someone put at the path since the stale one went. */
-	if (strcmp(path, addr->path) &&
-	    renameat2(AT_FDCWD, path, AT_FDCWD, addr->path, RENAME_NOREPLACE)) {
-		if (errno != EINVAL)
-			return -errno;
-		/* A file system without RENAME_NOREPLACE. */
-		if (rename(path, addr->path))
-			return -errno;
-	}
-	return 0;
+	return strcmp(path, addr->path) ? move_into_place(path, addr->path, id, why) : 0;
 }
 
 int unix_listener_unlink(const struct address *addr, const struct socket_file_id *id)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "socket_file.h"
@@ -19,15 +22,99 @@
 #endif
 
 /*
+ * The kernel's form of the system.posix_acl_access attribute (include/uapi/linux/
+ * posix_acl_xattr.h), read without libacl: a little-endian version, then entries of tag,
+ * permissions and id.
+ */
+#define ACL_XATTR_NAME	  "system.posix_acl_access"
+#define ACL_XATTR_VERSION 2
+#define ACL_XATTR_HEADER  4
+#define ACL_XATTR_ENTRY	  8
+#define ACL_TAG_USER	  0x02
+#define ACL_TAG_GROUP	  0x08
+#define ACL_TAG_MASK	  0x10
+#define ACL_PERM_WRITE	  0x02
+/* XATTR_SIZE_MAX: no attribute is larger. */
+#define ACL_XATTR_MAX (64 * 1024)
+
+/*
+ * With an ACL the mode's group bits are its mask, so they do not show who the named user
+ * and group entries let write: a named entry other than root (the daemon's uid, for a user)
+ * whose write the mask leaves in place. 0 when there is none (or no ACL), 1 with *id and
+ * *group set, or -errno with msg set.
+ */
+static int acl_writer(const char *dir, unsigned int *id, bool *group, char *msg, size_t len)
+{
+	unsigned int mask = 07, perm, tag, who;
+	uint8_t *buf;
+	uint16_t le16;
+	uint32_t le32;
+	ssize_t n;
+	size_t i;
+	int r = 0;
+
+	buf = malloc(ACL_XATTR_MAX);
+	if (!buf) {
+		snprintf(msg, len, "%s: out of memory to read its ACL", dir);
+		return -ENOMEM;
+	}
+	n = lgetxattr(dir, ACL_XATTR_NAME, buf, ACL_XATTR_MAX);
+	if (n < 0) {
+		r = errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
+		if (r)
+			snprintf(msg, len, "%s: cannot read its ACL", dir);
+		goto out;
+	}
+	le32 = 0;
+	if (n >= ACL_XATTR_HEADER)
+		memcpy(&le32, buf, sizeof(le32));
+	if (le32toh(le32) != ACL_XATTR_VERSION || (n - ACL_XATTR_HEADER) % ACL_XATTR_ENTRY) {
+		snprintf(msg, len, "%s: its ACL is not of a form this daemon knows (%zd bytes)",
+			 dir, n);
+		r = -EINVAL;
+		goto out;
+	}
+	/* The mask limits every named entry, wherever it stands in the list. */
+	for (i = ACL_XATTR_HEADER; i < (size_t)n; i += ACL_XATTR_ENTRY) {
+		memcpy(&le16, buf + i, sizeof(le16));
+		if (le16toh(le16) != ACL_TAG_MASK)
+			continue;
+		memcpy(&le16, buf + i + 2, sizeof(le16));
+		mask = le16toh(le16);
+	}
+	for (i = ACL_XATTR_HEADER; i < (size_t)n; i += ACL_XATTR_ENTRY) {
+		memcpy(&le16, buf + i, sizeof(le16));
+		tag = le16toh(le16);
+		memcpy(&le16, buf + i + 2, sizeof(le16));
+		perm = le16toh(le16) & mask;
+		memcpy(&le32, buf + i + 4, sizeof(le32));
+		who = le32toh(le32);
+		if (!(perm & ACL_PERM_WRITE) || who == 0)
+			continue;
+		if ((tag == ACL_TAG_USER && who != (unsigned int)geteuid()) ||
+		    tag == ACL_TAG_GROUP) {
+			*id = who;
+			*group = tag == ACL_TAG_GROUP;
+			r = 1;
+			break;
+		}
+	}
+out:
+	free(buf);
+	return r;
+}
+
+/*
  * A directory a socket file may live in: nobody but root and the daemon's uid can add,
  * rename or remove entries, or the sticky bit keeps them from touching entries they do not
- * own. Group 0 writing is root writing.
+ * own. Group 0 writing is root writing. Write granted through an ACL counts as the mode's.
  */
 static int dir_safe(const char *dir, const struct stat *st, char *msg, size_t len)
 {
 	uid_t me = geteuid();
-	unsigned int mode = st->st_mode & 07777;
-	bool sticky = st->st_mode & S_ISVTX;
+	unsigned int mode = st->st_mode & 07777, id = 0;
+	bool sticky = st->st_mode & S_ISVTX, group = false;
+	int r;
 
 	if (st->st_uid != 0 && st->st_uid != me) {
 		snprintf(msg, len, "%s: owned by uid %u, neither root nor the daemon's uid %u", dir,
@@ -43,7 +130,16 @@ static int dir_safe(const char *dir, const struct stat *st, char *msg, size_t le
 			 (unsigned int)st->st_gid, mode);
 		return -EPERM;
 	}
-	return 0;
+	if (sticky)
+		return 0;
+	r = acl_writer(dir, &id, &group, msg, len);
+	if (r == 1) {
+		snprintf(msg, len,
+			 "%s: writable by %s %u through its ACL and not sticky (mode %04o)", dir,
+			 group ? "group" : "uid", id, mode);
+		return -EPERM;
+	}
+	return r;
 }
 
 static int check_walk(const char *dir, bool make, int depth, char *msg, size_t len);

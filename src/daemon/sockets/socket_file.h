@@ -29,8 +29,9 @@ int socket_file_make_parents(const char *path, char *msg, size_t len);
 
 /*
  * Whether path's directories are safe for a socket file: each directory on the way (as the
- * kernel resolves it) is owned by root or the daemon's uid, and writable by no one else
- * unless it has the sticky bit (group write is fine for group 0); each symlink on the way is
+ * kernel resolves it) is owned by root or the daemon's uid, and writable by no one else, by
+ * its mode or through its POSIX ACL, unless it has the sticky bit (group write is fine for
+ * group 0, and for a named root user or group in the ACL); each symlink on the way is
  * owned by root or the daemon's uid, and its target is checked the same way. 0, -EPERM with
  * msg saying which one and why, or another -errno (msg names the path).
  */
