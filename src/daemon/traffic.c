@@ -20,7 +20,7 @@ static size_t listener_index(const struct daemon *d, const struct listener *l)
 
 int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct traffic *all)
 {
-	struct traffic *t = calloc(d->n_listeners + 1, sizeof(*t));
+	struct traffic *t = calloc(d->n_listeners + 1, sizeof(*t)), moved;
 	struct redirect_info info;
 	struct redirect *r;
 	size_t i;
@@ -36,10 +36,15 @@ int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct 
 			traffic_add(&t[i], &info.moved);
 		}
 	}
+	/* One read of the kernel's counters for all (a failed one: slot by slot). */
+	if (d->dp)
+		dataplane_counters_snapshot(d->dp);
 	for (r = d->redirects; r; r = redirect_next(r)) {
-		redirect_get_info(r, &info, false);
-		traffic_add(&t[listener_index(d, redirect_listener(r))], &info.moved);
+		redirect_get_traffic(r, &moved);
+		traffic_add(&t[listener_index(d, redirect_listener(r))], &moved);
 	}
+	if (d->dp)
+		dataplane_counters_snapshot_drop(d->dp);
 	memset(all, 0, sizeof(*all));
 	for (i = 0; i <= d->n_listeners; i++)
 		traffic_add(all, &t[i]);

@@ -82,8 +82,10 @@ static void test_take_this(void **state)
 
 	(void)state;
 	assert_int_equal(slot_pool_init(&p, 4), 0);
+	assert_int_equal(p.high, 0);
 	slot_pool_set_limit(&p, 1);
 	assert_int_equal(slot_pool_take_this(&p, 2), 0);
+	assert_int_equal(p.high, 3); /* a counters snapshot reads slots 0 .. 2 */
 	assert_int_equal(slot_pool_take_this(&p, 2), -EBUSY);
 	assert_int_equal(slot_pool_take_this(&p, 4), -ERANGE);
 	/* Handed-over slots count against the limit for new redirects. */
@@ -95,6 +97,7 @@ static void test_take_this(void **state)
 		seen[s] = true;
 	}
 	assert_int_equal(slot_pool_take(&p, &s), -ENOSPC);
+	assert_int_equal(p.high, 4);
 	slot_pool_put(&p, 2);
 	assert_int_equal(slot_pool_take_this(&p, 2), 0);
 	slot_pool_fini(&p);

@@ -313,6 +313,8 @@ void dataplane_close(struct dataplane *dp)
 	unload(dp);
 	slot_pool_fini(&dp->slots);
 	free(dp->percpu);
+	free(dp->snap);
+	free(dp->snap_keys);
 	free(dp->queues);
 	free(dp);
 }
@@ -554,6 +556,46 @@ int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 	return 0;
 }
 
+int dataplane_counters_snapshot(struct dataplane *dp)
+{
+	uint32_t want = dp->slots.high * VSOCKMAP_NR_DIRS, count = want, out;
+	struct vsockmap_counters *snap;
+	uint32_t *keys;
+	int err;
+
+	dp->snap_slots = 0;
+	if (dp->no_batch || !want)
+		return 0;
+	if (want > dp->snap_cap) {
+		snap = reallocarray(dp->snap, (size_t)want * dp->ncpus, sizeof(*snap));
+		if (!snap)
+			return -ENOMEM;
+		dp->snap = snap;
+		keys = reallocarray(dp->snap_keys, want, sizeof(*keys));
+		if (!keys)
+			return -ENOMEM;
+		dp->snap_keys = keys;
+		dp->snap_cap = want;
+	}
+	/* An array batch from key 0 (in_batch NULL); ENOENT: it reached the map's end. */
+	err = bpf_map_lookup_batch(bpf_map__fd(dp->skel->maps.counters), NULL, &out,
+				   dp->snap_keys, dp->snap, &count, NULL);
+	if (err && errno != ENOENT) {
+		if (errno == EINVAL || errno == EOPNOTSUPP || errno == ENOTSUPP)
+			dp->no_batch = true;
+		return dp->no_batch ? 0 : -errno;
+	}
+	if (count != want || dp->snap_keys[0] != 0 || dp->snap_keys[count - 1] != want - 1)
+		return 0; /* not the range asked for: read slot by slot */
+	dp->snap_slots = dp->slots.high;
+	return 0;
+}
+
+void dataplane_counters_snapshot_drop(struct dataplane *dp)
+{
+	dp->snap_slots = 0;
+}
+
 int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
 			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS])
 {
@@ -561,6 +603,12 @@ int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
 	uint32_t first = slot * VSOCKMAP_NR_DIRS, prev = first - 1, out, keys[VSOCKMAP_NR_DIRS];
 	uint32_t count = VSOCKMAP_NR_DIRS;
 
+	if (slot < dp->snap_slots) {
+		for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++)
+			sum_percpu(dp->snap + (size_t)(first + dir) * dp->ncpus, dp->ncpus,
+				   &sum[dir]);
+		return 0;
+	}
 	if (!dp->no_batch) {
 		/* An array batch starts after in_batch (NULL: at key 0). */
 		err = bpf_map_lookup_batch(fd, first ? &prev : NULL, &out, keys, dp->percpu,

@@ -112,6 +112,13 @@ void dataplane_remove(struct dataplane *dp, uint64_t cookie);
 struct vsockmap_gate *dataplane_gate(struct dataplane *dp, uint32_t slot, uint32_t dir);
 int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 		       struct vsockmap_counters *sum);
+/*
+ * Read every slot's counters in one batch (a status tick over thousands of redirects made
+ * a system call for each). Until dataplane_counters_snapshot_drop(), dataplane_slot_counters()
+ * answers from it. 0 (also when the kernel allows no batch: then nothing changes) or -errno.
+ */
+int dataplane_counters_snapshot(struct dataplane *dp);
+void dataplane_counters_snapshot_drop(struct dataplane *dp);
 /* Both directions of a slot, in one map read where the kernel allows. */
 int dataplane_slot_counters(struct dataplane *dp, uint32_t slot,
 			    struct vsockmap_counters sum[VSOCKMAP_NR_DIRS]);

@@ -31,6 +31,10 @@ struct dataplane {
 	int ncpus;
 	struct vsockmap_counters *percpu; /* scratch for counter reads, 2 * ncpus entries */
 	bool no_batch;			  /* the kernel refused a batch op on counters */
+	/* dataplane_counters_snapshot(): every slot's counters below snap_slots, per CPU */
+	struct vsockmap_counters *snap;
+	uint32_t *snap_keys;
+	uint32_t snap_slots, snap_cap;
 	struct slot_pool slots;
 	struct vsockmap_queue_info *queues; /* the last iterator pass, sorted by cookie */
 	size_t n_queues, queues_cap;

@@ -15,6 +15,7 @@ int slot_pool_init(struct slot_pool *p, uint32_t size)
 		p->free[i] = size - 1 - i;
 	p->n_free = p->size = size;
 	p->limit = 0;
+	p->high = 0;
 	return 0;
 }
 
@@ -40,6 +41,8 @@ int slot_pool_take(struct slot_pool *p, uint32_t *slot)
 	if (slot_pool_full(p))
 		return -ENOSPC;
 	*slot = p->free[--p->n_free];
+	if (*slot >= p->high)
+		p->high = *slot + 1;
 	return 0;
 }
 
@@ -58,6 +61,8 @@ int slot_pool_take_this(struct slot_pool *p, uint32_t slot)
 		if (p->free[i] != slot)
 			continue;
 		p->free[i] = p->free[--p->n_free];
+		if (slot >= p->high)
+			p->high = slot + 1;
 		return 0;
 	}
 	return -EBUSY; /* taken twice */

@@ -15,6 +15,7 @@ struct slot_pool {
 	uint32_t n_free;
 	uint32_t size;	/* slots 0 .. size-1 */
 	uint32_t limit; /* at most this many taken (max-redirects=); 0: size */
+	uint32_t high;	/* every slot ever taken is below this */
 };
 
 /* size slots, all free. 0 or -ENOMEM. */

@@ -183,6 +183,15 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 	}
 }
 
+void redirect_get_traffic(struct redirect *r, struct traffic *moved)
+{
+	struct redirect_info info;
+
+	memset(&info, 0, sizeof(info));
+	collect_counters(r, &info);
+	*moved = info.moved;
+}
+
 void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues)
 {
 	struct vsockmap_queue_info qi;

@@ -89,6 +89,8 @@ struct redirect *redirect_next(struct redirect *r);
 uint64_t redirect_progress_mark(const struct redirect *r);
 /* with_queues also asks the queue iterator for kernel queue lengths: one BPF iteration. */
 void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with_queues);
+/* Only what moved each way (redirect_get_info()'s moved), with no socket call. */
+void redirect_get_traffic(struct redirect *r, struct traffic *moved);
 struct listener *redirect_listener(struct redirect *r);
 
 /*
