@@ -158,6 +158,7 @@ for v in "$base_version" "$up_version"; do
 done
 install -D -m 0755 "$ROOT/.output/tools/vsm-peer" "$p/usr/bin/vsm-peer"
 install -D -m 0755 "$ROOT/.output/tools/vsm-soak" "$p/usr/bin/vsm-soak"
+install -D -m 0755 "$ROOT/.output/tools/vsm-bench" "$p/usr/bin/vsm-bench"
 install -D -m 0644 "$ROOT/tests/lib/harness.sh" "$p/usr/lib/vmtest/lib.sh"
 install -D -m 0755 "$HERE/suite.sh" "$p/usr/lib/vmtest/suite.sh"
 install -D -m 0644 "$HERE/package.sh" "$p/usr/lib/vmtest/package.sh"
@@ -175,6 +176,8 @@ mkdir -p "$p/etc/vmtest"
 	# The soak through restarts: SOAK_COUNT=10000 for a long run.
 	echo "SOAK_COUNT=${SOAK_COUNT:-1000}"
 	[[ -z ${SOAK_SEED:-} ]] || echo "SOAK_SEED=$SOAK_SEED"
+	# The scale group's redirects (test_scale): 10,000 unless asked otherwise.
+	echo "SCALE_CONNS=${SCALE_CONNS:-10000}"
 	echo "PKG_BASE=vsockmap_${base_version}_amd64.deb"
 	echo "PKG_UPGRADE=vsockmap_${up_version}_amd64.deb"
 } >"$p/etc/vmtest/env"

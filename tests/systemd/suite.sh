@@ -517,6 +517,68 @@ test_soak_restart() {
 	timeout 60 systemctl restart "$SVC"
 }
 
+# ---- 4c. scale ------------------------------------------------------------------------------------
+
+# cpu_ticks PID: the user and system clock ticks a process has used so far.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# SCALE_CONNS (10,000) redirects through the packaged unit, unix to vsock, each proven by a byte
+# echoed back (vsm-bench hold), on DATAPATH: how many the daemon holds, its RSS and idle CPU
+# over 10 s, then a restart in their midst: every one must be taken back and echo again.
+test_scale() {
+	local dp=$1 name n=${SCALE_CONNS:-10000} hold pid newpid rss t0 t1 cpu line
+	local listed taken ping rc w
+	name=scale-$dp
+	cp "$CONF" "$T/vsockmap.conf.orig"
+	sed -i "s/^\[daemon\]\$/[daemon]\ndatapath = $dp/" "$CONF"
+	printf '\n[scale]\nlisten  = UNIX-LISTEN:/run/vsockmap/scale.sock,backlog=4096\nconnect = VSOCK-CONNECT:1:5010\n' >>"$CONF"
+	rm -f "$T/scale-echo.ready" "$T/$name.ready" "$T/$name.out"
+	systemd-run --quiet --unit="echo-$name" -p LimitNOFILE=65536 vsm-bench pingpong-server \
+		vsock:any:5010 --ready-file "$T/scale-echo.ready"
+	timeout 60 systemctl restart "$SVC"
+	wait_for_file "$T/scale-echo.ready" 20
+	(
+		ulimit -n 65536
+		exec vsm-bench hold unix:/run/vsockmap/scale.sock --count "$n" --concurrency 64 \
+			--ready-file "$T/$name.ready" --timeout 900 >"$T/$name.out" 2>&1
+	) &
+	hold=$!
+	wait_for_file "$T/$name.ready" 900
+	line=$(grep -m1 '"role":"hold"' "$T/$name.out")
+	pid=$(prop "$SVC" MainPID)
+	listed=$(vsockmapctl --no-legend list --name scale 2>/dev/null | grep -c .)
+	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status")
+	t0=$(cpu_ticks "$pid")
+	sleep 10
+	t1=$(cpu_ticks "$pid")
+	cpu=$(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", 100 * d / hz / 10 }')
+	timeout 120 systemctl restart "$SVC"
+	rc=$?
+	newpid=$(prop "$SVC" MainPID)
+	taken=$(journalctl -q -u "$SVC" -o cat _PID="$newpid" | sed -n 's/.*took back \([0-9]*\) redirect.*/\1/p' | tail -n 1)
+	# One more byte through each, after the restart (SIGUSR1; again if the first was missed).
+	for ((w = 0; w < 60; w++)); do
+		((w % 10)) || kill -USR1 "$hold"
+		ping=$(grep -m1 '"role":"hold-ping"' "$T/$name.out") && break
+		sleep 1
+	done
+	kill "$hold"
+	wait "$hold"
+	systemctl stop "echo-$name"
+	cp "$T/vsockmap.conf.orig" "$CONF"
+	vmtest_log "$name: $line | listed $listed | RSS ${rss} KiB | idle CPU ${cpu}% | restart rc=$rc, took back ${taken:-none} | ${ping:-no ping} | $(grep -m1 hold-end "$T/$name.out")"
+	if [[ $line != *"\"established\":$n,"* || $listed != "$n" ]]; then
+		vmtest_fail "$name" "held $listed of $n: ${line:-no hold line} | $(journalctl -q -u "$SVC" -o cat | grep -iE 'too many|cannot|refus' | tail -n 2 | tr '\n' ' ')"
+	elif ((rc != 0)) || [[ ${taken:-0} != "$n" || $ping != *"\"echoed\":$n}"* ]]; then
+		vmtest_fail "$name" "$n held; the restart (rc=$rc) took back ${taken:-none}; after it: ${ping:-no ping answer} | $(journalctl -q -u "$SVC" -o cat | grep -E 'handed|carrier|not handed' | tail -n 3 | tr '\n' ' ')"
+	else
+		vmtest_pass "$name" "$n redirects held, each echoed a byte; daemon RSS $((rss / 1024)) MiB, idle CPU ${cpu}% over 10 s; systemctl restart took back all $n, and each echoed a byte again"
+	fi
+	timeout 60 systemctl restart "$SVC"
+}
+
 # ---- 2. socket activation ----------------------------------------------------------------------
 
 test_socket_activation() {
@@ -894,6 +956,10 @@ if want activation; then
 	test_socket_activation && test_socket_activation_dgram
 	test_socket_activation_stop
 	test_activation_errors
+fi
+if want scale; then
+	test_scale kernel
+	test_scale userspace
 fi
 want watchdog && test_watchdog
 want capabilities && test_capabilities
