@@ -27,6 +27,12 @@
 #include "util.h"
 
 #define DGRAM_BUF_SIZE (256 * 1024)
+/*
+ * A unix datagram is at most its sender's sk_sndbuf - 32 (unix_dgram_sendmsg()): 2 *
+ * wmem_max for anyone (416 KiB on a stock kernel), more only with SO_SNDBUFFORCE. The
+ * buffer grows to the datagram, up to this; a longer one (root's) is carried in pieces.
+ */
+#define DGRAM_BUF_MAX (64 * 1024 * 1024)
 #define BACKOFF_MIN_USEC (100 * USEC_PER_MSEC)
 #define BACKOFF_MAX_USEC (30 * USEC_PER_SEC)
 
@@ -49,6 +55,8 @@ struct dgram_forwarder {
 	struct timed_connect connect;
 	uint64_t opened_usec;
 	char *buf;
+	size_t buf_size;
+	size_t piece_left; /* of a held datagram longer than the buffer can grow */
 	size_t pending; /* a datagram read from the socket, not yet taken by a target */
 	uint64_t held_taken; /* bytes of gate->held read from the socket */
 	/*
@@ -178,6 +186,37 @@ static int send_pending(struct dgram_forwarder *f)
 	return 1;
 }
 
+/* Room for a datagram of len bytes (up to DGRAM_BUF_MAX): the buffer's size after. */
+static size_t buf_fit(struct dgram_forwarder *f, size_t len)
+{
+	char *buf;
+
+	if (len <= f->buf_size || f->buf_size >= DGRAM_BUF_MAX)
+		return f->buf_size;
+	if (len > DGRAM_BUF_MAX)
+		len = DGRAM_BUF_MAX;
+	buf = realloc(f->buf, len);
+	if (!buf)
+		return f->buf_size; /* it goes on in pieces */
+	f->buf = buf;
+	f->buf_size = len;
+	return len;
+}
+
+/*
+ * A datagram from the socket's own queue, whole: its length first (MSG_PEEK | MSG_TRUNC
+ * gives a unix datagram's full length), so that one longer than the buffer is not cut.
+ */
+static ssize_t read_native(struct dgram_forwarder *f)
+{
+	ssize_t n = recv(f->l->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+
+	if (n > 0)
+		buf_fit(f, n);
+	n = recv(f->l->fd, f->buf, f->buf_size, MSG_DONTWAIT);
+	return n < 0 ? -errno : n;
+}
+
 /*
  * Read the oldest held datagram, whole: reading a psock queue would merge messages. Returns
  * its length, -EAGAIN if nothing is held, -EINPROGRESS if one is counted but the kernel has
@@ -190,10 +229,8 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	uint64_t held;
 	ssize_t n;
 
-	if (!f->gp) {
-		n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
-		return n < 0 ? -errno : n;
-	}
+	if (!f->gp)
+		return read_native(f);
 	held = gate_held(f->gate);
 	/*
 	 * Datagrams queued before the socket entered its sockhash never met the verdict. Only a
@@ -204,24 +241,32 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	 * about to see; reading it here could overtake a held one still on its way.
 	 */
 	if (f->l->activated && !f->gate->open && held_read_native(f->l->fd) == 1) {
-		n = recv(f->l->fd, f->buf, DGRAM_BUF_SIZE, MSG_DONTWAIT);
-		if (n >= 0 || errno != EAGAIN)
-			return n < 0 ? -errno : n;
+		n = read_native(f);
+		if (n != -EAGAIN)
+			return n;
 	}
 	if (f->held_taken == held)
 		return -EAGAIN;
 	/*
 	 * Not recorded: more were held than the length queue holds. For a stream target the
 	 * bounds mean nothing; a seqpacket target's verdict dropped those (report_dropped()).
+	 * Longer than the buffer can grow (a root sender's SO_SNDBUFFORCE): its length is
+	 * taken off, and it goes on in pieces, in order; the datagrams after it keep theirs.
 	 */
-	recorded = !dgram_plane_peek_len(f->gp, &len) && len <= DGRAM_BUF_SIZE;
+	recorded = !f->piece_left && !dgram_plane_peek_len(f->gp, &len);
+	if (recorded && len > buf_fit(f, len)) {
+		dgram_plane_pop_len(f->gp);
+		f->piece_left = len;
+		recorded = false;
+	}
 	if (!recorded)
-		len = DGRAM_BUF_SIZE;
+		len = f->piece_left && f->piece_left < f->buf_size ? f->piece_left : f->buf_size;
 	n = held_read(f->l->fd, f->buf, len);
 	if (n == -EAGAIN)
 		return -EINPROGRESS;
 	if (n < 0)
 		return n;
+	f->piece_left -= f->piece_left ? (size_t)n : 0;
 	if (recorded)
 		dgram_plane_pop_len(f->gp);
 	f->held_taken += n;
@@ -339,7 +384,7 @@ static void discard_replies(struct dgram_forwarder *f)
 {
 	ssize_t n;
 
-	while ((n = recv(f->target_fd, f->buf + f->pending, DGRAM_BUF_SIZE - f->pending,
+	while ((n = recv(f->target_fd, f->buf + f->pending, f->buf_size - f->pending,
 			 MSG_DONTWAIT)) > 0)
 		f->discarded_bytes += n;
 }
@@ -439,6 +484,7 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	f->id = daemon_next_id(d);
 	f->started_usec = now_usec();
 	f->buf = malloc(DGRAM_BUF_SIZE);
+	f->buf_size = DGRAM_BUF_SIZE;
 	if (!f->buf) {
 		free(f);
 		return -ENOMEM;
