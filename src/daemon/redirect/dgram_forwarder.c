@@ -209,7 +209,8 @@ static size_t buf_fit(struct dgram_forwarder *f, size_t len)
  */
 static ssize_t read_native(struct dgram_forwarder *f)
 {
-	ssize_t n = recv(f->l->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	char first;
+	ssize_t n = recv(f->l->fd, &first, 1, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 
 	if (n > 0)
 		buf_fit(f, n);
