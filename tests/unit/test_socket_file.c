@@ -241,8 +241,8 @@ static void test_bind_and_access(void **state)
 	assert_true(id.known);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0);
-	assert_int_equal(socket_file_set_access(p, &none, (uid_t)-1, (gid_t)-1, 0660), -ESTALE);
-	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0660), 0);
+	assert_int_equal(socket_file_set_access(p, &none, (uid_t)-1, (gid_t)-1, 0660, NULL), -ESTALE);
+	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0660, NULL), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0660);
 
@@ -250,7 +250,7 @@ static void test_bind_and_access(void **state)
 	assert_int_equal(rename(p, at(q, "s.moved")), 0);
 	assert_int_equal(close(open(at(q, "victim"), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
 	assert_int_equal(symlink("victim", p), 0);
-	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0666), -ESTALE);
+	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0666, NULL), -ESTALE);
 	assert_int_equal(stat(q, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_int_equal(socket_file_unlink_if_ours(p, &id), -ESTALE);
@@ -258,7 +258,7 @@ static void test_bind_and_access(void **state)
 	assert_int_equal(socket_file_identify(p, &none), -ESTALE);
 	assert_false(none.known);
 	assert_int_equal(unlink(p), 0);
-	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0666), -ESTALE);
+	assert_int_equal(socket_file_set_access(p, &id, (uid_t)-1, (gid_t)-1, 0666, NULL), -ESTALE);
 	assert_int_equal(socket_file_unlink_if_ours(p, &id), -ENOENT);
 
 	/* Back where it was: ours again, found by identify() as well, and removed. */
@@ -283,7 +283,7 @@ static void test_owner_set(void **state)
 		skip();
 	}
 	fd = bound(at(p, "o.sock"), &id);
-	assert_int_equal(socket_file_set_access(p, &id, NOBODY, NOBODY, 0600), 0);
+	assert_int_equal(socket_file_set_access(p, &id, NOBODY, NOBODY, 0600, NULL), 0);
 	assert_int_equal(lstat(p, &st), 0);
 	assert_int_equal(st.st_uid, NOBODY);
 	assert_int_equal(st.st_gid, NOBODY);

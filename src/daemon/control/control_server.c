@@ -641,7 +641,7 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 			      r == -ESTALE ? ": the file there is not the socket just bound" : "");
 		goto out_unlink;
 	}
-	r = socket_file_set_access(path, &srv->file, (uid_t)-1, file_gid, mode);
+	r = socket_file_set_access(path, &srv->file, (uid_t)-1, file_gid, mode, NULL);
 	if (r < 0) {
 		if (r == -ESTALE)
 			log_errno(LOG_ERR, r, "control socket %s: replaced since the bind", path);

@@ -128,10 +128,10 @@ int unix_listener_publish(const struct address *addr, const struct socket_file_i
 	bind_path(addr, path, sizeof(path));
 	r = socket_file_set_access(path, id, addr->has_user ? addr->user : (uid_t)-1,
 				   addr->has_group ? addr->group : (gid_t)-1,
-				   addr->has_mode ? addr->mode : 0666 & ~mask);
-	*why = r == -ESTALE ? "not the socket file this daemon bound (replaced since the bind): "
-			      "owner and mode not set"
-			    : "setting the socket file's owner and mode";
+				   addr->has_mode ? addr->mode : 0666 & ~mask, why);
+	if (r == -ESTALE)
+		*why = "not the socket file this daemon bound (replaced since the bind): owner and "
+		       "mode not set";
 	if (r)
 		return r;
 	*why = "renaming the socket file into place";

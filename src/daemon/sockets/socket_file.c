@@ -391,22 +391,28 @@ static int chmod_opath(int fd, mode_t mode)
 }
 
 int socket_file_set_access(const char *path, const struct socket_file_id *id, uid_t uid, gid_t gid,
-			   mode_t mode)
+			   mode_t mode, const char **step)
 {
+	const char *unused;
 	struct stat st;
 	int fd, r = 0;
 
+	step = step ? step : &unused;
+	*step = "open";
 	fd = open_socket_file(path, &st);
 	if (fd < 0)
 		return fd;
-	if (!same_file(id, &st))
+	if (!same_file(id, &st)) {
 		r = -ESTALE;
-	/* The owner first: the file is 0000 until the mode, so nobody connects in between. */
-	else if ((uid != (uid_t)-1 || gid != (gid_t)-1) &&
-		 fchownat(fd, "", uid, gid, AT_EMPTY_PATH))
-		r = -errno;
-	else
+	} else if (uid != (uid_t)-1 || gid != (gid_t)-1) {
+		/* The owner first: the file is 0000 until the mode, so nobody connects between. */
+		*step = "chown";
+		r = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) ? -errno : 0;
+	}
+	if (!r) {
+		*step = "chmod";
 		r = chmod_opath(fd, mode);
+	}
 	close(fd);
 	return r;
 }
