@@ -393,7 +393,7 @@ static int chmod_opath(int fd, mode_t mode)
 int socket_file_set_access(const char *path, const struct socket_file_id *id, uid_t uid, gid_t gid,
 			   mode_t mode, const char **step)
 {
-	const char *unused;
+	const char *unused = NULL;
 	struct stat st;
 	int fd, r = 0;
 
