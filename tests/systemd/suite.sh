@@ -538,7 +538,19 @@ test_scale() {
 	systemd-run --quiet --unit="echo-$name" -p LimitNOFILE=65536 vsm-bench pingpong-server \
 		vsock:any:5010 --ready-file "$T/scale-echo.ready"
 	timeout 60 systemctl restart "$SVC"
-	wait_for_file "$T/scale-echo.ready" 20
+	if ! wait_for_file "$T/scale-echo.ready" 20; then
+		vmtest_fail "$name" "the vsock echo server did not come up: $(journalctl -q -u "echo-$name" -o cat | tail -n 3 | tr '\n' ' ')"
+		systemctl stop "echo-$name" 2>/dev/null
+		cp "$T/vsockmap.conf.orig" "$CONF"
+		timeout 60 systemctl restart "$SVC"
+		return 1
+	fi
+	# One round trip through the section first: hold stops at its first failed connection,
+	# and the daemon resets clients while its target cannot be reached yet.
+	for ((w = 0; w < 30; w++)); do
+		vsm-bench pingpong unix:/run/vsockmap/scale.sock --count 1 >/dev/null 2>&1 && break
+		sleep 1
+	done
 	(
 		ulimit -n 65536
 		exec vsm-bench hold unix:/run/vsockmap/scale.sock --count "$n" --concurrency 64 \
@@ -570,7 +582,7 @@ test_scale() {
 	cp "$T/vsockmap.conf.orig" "$CONF"
 	vmtest_log "$name: $line | listed $listed | RSS ${rss} KiB | idle CPU ${cpu}% | restart rc=$rc, took back ${taken:-none} | ${ping:-no ping} | $(grep -m1 hold-end "$T/$name.out")"
 	if [[ $line != *"\"established\":$n,"* || $listed != "$n" ]]; then
-		vmtest_fail "$name" "held $listed of $n: ${line:-no hold line} | $(journalctl -q -u "$SVC" -o cat | grep -iE 'too many|cannot|refus' | tail -n 2 | tr '\n' ' ')"
+		vmtest_fail "$name" "held $listed of $n: ${line:-no hold line} | $(journalctl -q -u "$SVC" -o cat | grep -iE 'scale|too many|cannot|refus' | tail -n 4 | tr '\n' ' ') | echo server: $(journalctl -q -u "echo-$name" -o cat | tail -n 2 | tr '\n' ' ')"
 	elif ((rc != 0)) || [[ ${taken:-0} != "$n" || $ping != *"\"echoed\":$n}"* ]]; then
 		vmtest_fail "$name" "$n held; the restart (rc=$rc) took back ${taken:-none}; after it: ${ping:-no ping answer} | $(journalctl -q -u "$SVC" -o cat | grep -E 'handed|carrier|not handed' | tail -n 3 | tr '\n' ' ')"
 	else
