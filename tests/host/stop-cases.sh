@@ -74,6 +74,24 @@ stop_gives_up() {
 	mini_stop
 }
 
+# silent_bus NAME: a system bus in MINI_DIR that accepts and never answers (SILENT_BUS: its
+# pid), for a daemon started with silent_bus_env. Returns 1, with NAME skipped, where systemd
+# runs: the daemon would ask it (/run/systemd/private), not this bus.
+silent_bus() {
+	if [[ -S /run/systemd/private ]]; then
+		vmtest_skip "$1" "this machine runs systemd: the daemon would ask it, not the silent bus"
+		return 1
+	fi
+	socat "UNIX-LISTEN:$MINI_DIR/bus.sock,fork" EXEC:"sleep 60" >/dev/null 2>&1 &
+	SILENT_BUS=$!
+	wait_for_socket "$MINI_DIR/bus.sock" 10
+}
+
+silent_bus_stop() {
+	kill "$SILENT_BUS" 2>/dev/null
+	wait "$SILENT_BUS" 2>/dev/null
+}
+
 # Under systemd a SIGTERM asks systemd, over D-Bus, whether it is restarting the unit. The
 # daemon must go on serving while it waits for the answer: here the bus (DBUS_SYSTEM_BUS_ADDRESS;
 # the host has no /run/systemd/private) accepts and never answers, and `vsockmapctl status`
@@ -81,15 +99,12 @@ stop_gives_up() {
 # and stops. The synchronous calls this replaced held the event loop for those 2 s, so the
 # status came only after the stop had begun, or not at all.
 stop_asks_systemd_without_waiting() {
-	local bus status rc asked
-	if [[ -S /run/systemd/private ]]; then
-		vmtest_skip stop-asks-systemd "this machine runs systemd: the daemon would ask it, not the silent bus"
+	local status rc asked
+	mini_config stop-asks s "log-level = info"
+	if ! silent_bus stop-asks-systemd; then
+		rm -rf "$MINI_DIR"
 		return
 	fi
-	mini_config stop-asks s "log-level = info"
-	socat "UNIX-LISTEN:$MINI_DIR/bus.sock,fork" EXEC:"sleep 60" >/dev/null 2>&1 &
-	bus=$!
-	wait_for_socket "$MINI_DIR/bus.sock" 10
 	mini_echo
 	INVOCATION_ID=0123456789abcdef0123456789abcdef \
 		DBUS_SYSTEM_BUS_ADDRESS="unix:path=$MINI_DIR/bus.sock" mini_daemon
@@ -101,8 +116,7 @@ stop_asks_systemd_without_waiting() {
 	caps_wait_log "$MINI_DIR/daemon.log" 'asking systemd whether this is a restart: stopping'
 	wait "$MINI_PID"
 	MINI_PID=
-	kill "$bus" 2>/dev/null
-	wait "$bus" 2>/dev/null
+	silent_bus_stop
 	if ((rc != 0 || asked != 0)); then
 		vmtest_fail stop-asks-systemd "vsockmapctl status after the SIGTERM, before systemd's answer or its timeout: rc=$rc, answer already logged: $asked | $(head -n 1 <<<"$status") | $(grep -m2 -E 'asking|shutting' "$MINI_DIR/daemon.log" | tr '\n' ' ')"
 	elif ! grep -q 'asking systemd whether this is a restart: stopping' "$MINI_DIR/daemon.log"; then
@@ -119,15 +133,12 @@ stop_asks_systemd_without_waiting() {
 # flush waits for the handshake: that daemon hung until the bus went away (the silent bus
 # here ends after 60 s; 90 s is sd-bus's own limit). It must exit once the client is gone.
 stop_once_with_question_open() {
-	local bus t0 t1 rc
-	if [[ -S /run/systemd/private ]]; then
-		vmtest_skip stop-once-asking "this machine runs systemd: the daemon would ask it, not the silent bus"
+	local t0 t1 rc
+	MINI_DIR=$(mktemp -d /tmp/vsockmap-stop-once.XXXXXX)
+	if ! silent_bus stop-once-asking; then
+		rm -rf "$MINI_DIR"
 		return
 	fi
-	MINI_DIR=$(mktemp -d /tmp/vsockmap-stop-once.XXXXXX)
-	socat "UNIX-LISTEN:$MINI_DIR/bus.sock,fork" EXEC:"sleep 60" >/dev/null 2>&1 &
-	bus=$!
-	wait_for_socket "$MINI_DIR/bus.sock" 10
 	mini_echo
 	INVOCATION_ID=0123456789abcdef0123456789abcdef \
 		DBUS_SYSTEM_BUS_ADDRESS="unix:path=$MINI_DIR/bus.sock" \
@@ -143,8 +154,7 @@ stop_once_with_question_open() {
 	rc=$?
 	t1=$EPOCHSECONDS
 	MINI_PID=
-	kill "$bus" 2>/dev/null
-	wait "$bus" 2>/dev/null
+	silent_bus_stop
 	if ! grep -q 'asking systemd whether this is a restart' "$MINI_DIR/daemon.log"; then
 		vmtest_fail stop-once-asking "the daemon did not ask the bus: $(tail -n 3 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
 	elif ((t1 - t0 >= 30)); then
