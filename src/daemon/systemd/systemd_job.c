@@ -89,12 +89,16 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata)
 	return 0;
 }
 
-/* A method error or a timeout as -errno. */
-static int reply_errno(sd_bus_message *m)
+/* A reply that is a method error (a timeout included) answers the question as -errno. */
+static bool answered_error(struct systemd_job_query *q, sd_bus_message *m)
 {
-	int r = sd_bus_message_get_errno(m);
+	int r;
 
-	return r > 0 ? -r : -EIO;
+	if (!sd_bus_message_is_method_error(m, NULL))
+		return false;
+	r = sd_bus_message_get_errno(m);
+	answer(q, r > 0 ? -r : -EIO);
+	return true;
 }
 
 static int on_job_type(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
@@ -104,10 +108,8 @@ static int on_job_type(sd_bus_message *m, void *userdata, sd_bus_error *ret_erro
 	int r;
 
 	(void)ret_error;
-	if (sd_bus_message_is_method_error(m, NULL)) {
-		answer(q, reply_errno(m));
+	if (answered_error(q, m))
 		return 0;
-	}
 	r = sd_bus_message_read(m, "v", "s", &type);
 	if (r < 0) {
 		answer(q, r);
@@ -125,10 +127,8 @@ static int on_unit_job(sd_bus_message *m, void *userdata, sd_bus_error *ret_erro
 	int r;
 
 	(void)ret_error;
-	if (sd_bus_message_is_method_error(m, NULL)) {
-		answer(q, reply_errno(m));
+	if (answered_error(q, m))
 		return 0;
-	}
 	r = sd_bus_message_read(m, "v", "(uo)", &job_id, &job_path);
 	if (r < 0 || !job_id) {
 		answer(q, r < 0 ? r : 0); /* no job: nothing is restarting us */
@@ -149,10 +149,8 @@ static int on_unit(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
 	int r;
 
 	(void)ret_error;
-	if (sd_bus_message_is_method_error(m, NULL)) {
-		answer(q, reply_errno(m));
+	if (answered_error(q, m))
 		return 0;
-	}
 	r = sd_bus_message_read(m, "o", &unit_path);
 	q->slot = sd_bus_slot_unref(q->slot);
 	r = r < 0 ? r
