@@ -4,7 +4,8 @@
  * not read their answers hold them in the daemon, and together they may hold at most that
  * much. The server runs on a real sd-event loop with a handler that answers "big" with a
  * string of the asked size; the clients are real unix sockets in this same thread, so the
- * test pumps the loop while they read.
+ * test pumps the loop while they read. The stall and idle timeouts, shortened, close the
+ * clients that hold an answer or a slot without using it, and only those.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -25,6 +26,7 @@
 #include "control_proto.h"
 #include "control_server.h"
 #include "log.h"
+#include "util.h"
 
 /* Four of these fit under the limit, five do not. */
 #define BIG_ANSWER (15 * 1024 * 1024)
@@ -229,10 +231,111 @@ static void test_answer_memory_bounded(void **state)
 	assert_int_equal(control_server_answer_bytes(f->srv), 0);
 }
 
+/* Shortened timeouts, so that the cases below take a fraction of a second. */
+#define STALL_USEC (200 * 1000)
+#define IDLE_USEC  (300 * 1000)
+
+/* Run the loop for about usec, whether or not it has work. */
+static void pump_for(struct fixture *f, uint64_t usec)
+{
+	uint64_t start, now;
+
+	assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &start), 0);
+	do {
+		assert_true(sd_event_run(f->event, 10 * 1000) >= 0);
+		assert_int_equal(sd_event_now(f->event, CLOCK_MONOTONIC, &now), 0);
+	} while (now - start < usec);
+}
+
+/* The client's end has seen the server hang up: EOF after whatever was sent. */
+static bool hung_up(int fd)
+{
+	char buf[1 << 16];
+	ssize_t n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0;
+}
+
+/* Read up to max bytes of whatever is there. */
+static size_t drain_some(int fd, size_t max)
+{
+	char buf[1 << 14];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < max) {
+		n = recv(fd, buf, sizeof(buf) < max - got ? sizeof(buf) : max - got, MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static void test_stalled_reader_closed(void **state)
+{
+	struct fixture *f = *state;
+	int stalled, slow;
+	size_t got = 0;
+	int i;
+
+	control_server_set_timeouts(f->srv, STALL_USEC, 60 * USEC_PER_SEC);
+	stalled = client(f);
+	slow = client(f);
+	send_request(f, stalled, "big", BIG_ANSWER);
+	send_request(f, slow, "big", BIG_ANSWER);
+	assert_true(control_server_answer_bytes(f->srv) > BIG_ANSWER);
+
+	/* The slow reader takes up to 1 MiB every 50 ms: it keeps its connection. */
+	for (i = 0; i < 10; i++) {
+		pump_for(f, 50 * 1000);
+		got += drain_some(slow, 1024 * 1024);
+	}
+	assert_true(got > 0);
+	assert_int_equal(control_server_client_count(f->srv), 1);
+	assert_true(control_server_answer_bytes(f->srv) < 2 * (size_t)BIG_ANSWER);
+	assert_true(hung_up(stalled));
+	assert_false(hung_up(slow));
+	close(stalled);
+	close(slow);
+	pump(f);
+	assert_int_equal(control_server_answer_bytes(f->srv), 0);
+}
+
+static void test_idle_client_closed(void **state)
+{
+	struct fixture *f = *state;
+	struct json_object *obj;
+	int idle, talking, i;
+	size_t len;
+
+	control_server_set_timeouts(f->srv, 60 * USEC_PER_SEC, IDLE_USEC);
+	idle = client(f);
+	talking = client(f);
+	/* Blank lines are keep-alives: one every 100 ms keeps the second client. */
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(send(talking, "\n", 1, MSG_NOSIGNAL), 1);
+		pump_for(f, 100 * 1000);
+	}
+	assert_int_equal(control_server_client_count(f->srv), 1);
+	assert_true(hung_up(idle));
+	send_request(f, talking, "status", 0);
+	obj = read_answer(f, talking, &len);
+	assert_true(answer_ok(obj));
+	json_object_put(obj);
+	close(idle);
+	close(talking);
+	pump(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_answer_memory_bounded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stalled_reader_closed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_client_closed, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

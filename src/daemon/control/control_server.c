@@ -4,7 +4,9 @@
  * client's answer that does not fit into the socket buffer waits for EPOLLOUT, and while an
  * answer is pending that client's input is not read, so a client that never reads costs
  * at most one answer plus one read chunk of memory. All clients' unsent answers together
- * stay under CONTROL_ANSWER_BYTES_MAX (conn_queue()).
+ * stay under CONTROL_ANSWER_BYTES_MAX (conn_queue()). A client that reads none of its
+ * answer for the stall timeout, or sends no request for the idle timeout, is closed
+ * (conn_timer()), so that neither the answer memory nor the client slots stay held.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,6 +31,7 @@
 #include "socket_file.h"
 #include "log.h"
 #include "peer_access.h"
+#include "util.h"
 
 #define READ_CHUNK (16 * 1024)
 /* Accepts per wakeup, so that a flood of clients cannot starve the rest of the loop. */
@@ -43,6 +46,8 @@ struct control_conn {
 	struct control_conn *prev, *next;
 	int fd;
 	sd_event_source *io;
+	sd_event_source *timer; /* the stall or idle deadline, from last_activity */
+	uint64_t last_activity; /* CLOCK_MONOTONIC usec: a byte read or sent */
 	uint64_t id;
 	struct control_peer peer;
 	struct line_buffer in;
@@ -66,6 +71,7 @@ struct control_server {
 	unsigned int n_read_conns; /* of n_conns, those of the read role */
 	uint64_t next_conn_id;
 	size_t answer_bytes; /* the conns' out_len, summed */
+	uint64_t stall_usec, idle_usec;
 };
 
 static void conn_free(struct control_conn *conn)
@@ -84,11 +90,32 @@ static void conn_free(struct control_conn *conn)
 
 	/* sd-event defers the actual free when this is the source being dispatched. */
 	sd_event_source_disable_unref(conn->io);
+	sd_event_source_disable_unref(conn->timer);
 	close(conn->fd);
 	line_buffer_free(&conn->in);
 	srv->answer_bytes -= conn->out_len;
 	free(conn->out);
 	free(conn);
+}
+
+static void conn_active(struct control_conn *conn)
+{
+	sd_event_now(conn->srv->event, CLOCK_MONOTONIC, &conn->last_activity);
+}
+
+/* While an answer waits, the stall timeout counts; else the idle one. */
+static uint64_t conn_deadline(const struct control_conn *conn)
+{
+	const struct control_server *srv = conn->srv;
+
+	return conn->last_activity + (conn->out ? srv->stall_usec : srv->idle_usec);
+}
+
+static int conn_arm_timer(struct control_conn *conn)
+{
+	int r = sd_event_source_set_time(conn->timer, conn_deadline(conn));
+
+	return r < 0 ? r : sd_event_source_set_enabled(conn->timer, SD_EVENT_ONESHOT);
 }
 
 /* Send what is pending. Returns 0 (done or would block) or -errno. */
@@ -105,6 +132,7 @@ static int conn_flush(struct control_conn *conn)
 			return -errno;
 		}
 		conn->out_off += n;
+		conn_active(conn);
 	}
 	conn->srv->answer_bytes -= conn->out_len;
 	free(conn->out);
@@ -324,6 +352,32 @@ static int conn_process(struct control_conn *conn)
 	return 0;
 }
 
+static int conn_timer(sd_event_source *s, uint64_t usec, void *userdata)
+{
+	struct control_conn *conn = userdata;
+	int r;
+
+	(void)s;
+	if (usec < conn_deadline(conn)) {
+		/* Some bytes moved since the timer was set: wait from then. */
+		r = conn_arm_timer(conn);
+		if (r >= 0)
+			return 0;
+		log_errno(LOG_ERR, r, "control client %" PRIu64 ": cannot set its timer", conn->id);
+	} else if (conn->out)
+		log_warn("control client %" PRIu64 " (pid %d, uid %u): read none of its answer "
+			 "(%zu bytes left) in %" PRIu64 " s; closing it",
+			 conn->id, (int)conn->peer.pid, (unsigned int)conn->peer.uid,
+			 conn->out_len - conn->out_off, conn->srv->stall_usec / USEC_PER_SEC);
+	else
+		log_notice("control client %" PRIu64 " (pid %d, uid %u): no request in %" PRIu64
+			   " s; closing it",
+			   conn->id, (int)conn->peer.pid, (unsigned int)conn->peer.uid,
+			   conn->srv->idle_usec / USEC_PER_SEC);
+	conn_free(conn);
+	return 0;
+}
+
 static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct control_conn *conn = userdata;
@@ -334,6 +388,8 @@ static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *user
 	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !conn->out && !conn->in.eof &&
 	    !conn->close_after_flush) {
 		n = line_buffer_fill(&conn->in, fd, READ_CHUNK);
+		if (n > 0)
+			conn_active(conn);
 		if (n < 0 && n != -EAGAIN) {
 			log_debug("control client %" PRIu64 ": read failed: %s", conn->id,
 				  strerror((int)-n));
@@ -350,6 +406,8 @@ static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *user
 		return 0;
 	}
 	r = sd_event_source_set_io_events(conn->io, conn->out ? EPOLLOUT : EPOLLIN);
+	if (r >= 0)
+		r = conn_arm_timer(conn);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "control client %" PRIu64 ": cannot update its event mask",
 			  conn->id);
@@ -453,7 +511,7 @@ static void accept_client(struct control_server *srv, int fd)
 	}
 	/*
 	 * The group may hold readers the admins do not fully trust: a reader that keeps
-	 * connections open (they never time out) must not take the admins' slots too.
+	 * connections open (each up to the idle timeout) must not take the admins' slots too.
 	 */
 	if (role == CONTROL_ROLE_READ && srv->n_read_conns >= CONTROL_CLIENTS_READ_MAX) {
 		log_warn("control socket %s: refused uid %u (pid %d): read-role clients already "
@@ -481,9 +539,14 @@ static void accept_client(struct control_server *srv, int fd)
 	conn->peer =
 	    (struct control_peer){.pid = cred.pid, .uid = cred.uid, .gid = cred.gid, .role = role};
 	line_buffer_init(&conn->in, CONTROL_REQUEST_MAX);
+	conn_active(conn);
 	r = sd_event_add_io(srv->event, &conn->io, fd, EPOLLIN, conn_handler, conn);
+	if (r >= 0)
+		r = sd_event_add_time(srv->event, &conn->timer, CLOCK_MONOTONIC,
+				      conn_deadline(conn), 0, conn_timer, conn);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "control socket %s: cannot watch a new client", srv->path);
+		sd_event_source_disable_unref(conn->io);
 		close(fd);
 		free(conn);
 		return;
@@ -597,6 +660,8 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 	srv->fd = -1;
 	srv->handler = handler;
 	srv->userdata = userdata;
+	srv->stall_usec = CONTROL_STALL_USEC;
+	srv->idle_usec = CONTROL_IDLE_USEC;
 	srv->access.mode = mode;
 	if (handler->access) {
 		r = handler->access(userdata, &srv->access);
@@ -718,4 +783,15 @@ unsigned int control_server_client_count(const struct control_server *srv)
 size_t control_server_answer_bytes(const struct control_server *srv)
 {
 	return srv ? srv->answer_bytes : 0;
+}
+
+void control_server_set_timeouts(struct control_server *srv, uint64_t stall_usec,
+				 uint64_t idle_usec)
+{
+	struct control_conn *conn;
+
+	srv->stall_usec = stall_usec;
+	srv->idle_usec = idle_usec;
+	for (conn = srv->conns; conn; conn = conn->next)
+		conn_arm_timer(conn);
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -38,6 +39,15 @@ struct control_server;
  */
 #define CONTROL_ANSWER_BYTES_MAX (64 * 1024 * 1024)
 #define CONTROL_ANSWER_SMALL	 4096
+
+/*
+ * A client with an answer pending is closed when none of it has been read for
+ * CONTROL_STALL_USEC; one with nothing pending, when it has sent no byte for
+ * CONTROL_IDLE_USEC (a blank line is a keep-alive). So a client that stops reading cannot
+ * hold its share of CONTROL_ANSWER_BYTES_MAX, nor an idle one a slot, for good.
+ */
+#define CONTROL_STALL_USEC (30 * USEC_PER_SEC)
+#define CONTROL_IDLE_USEC  (600 * USEC_PER_SEC)
 
 /* What a client may do, decided once at accept. Ordered: a higher role may do more. */
 enum control_role {
@@ -103,6 +113,10 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 
 /* Close all clients and the listener; unlink the socket file if it is still ours. NULL is fine. */
 void control_server_close(struct control_server *srv);
+
+/* Other stall and idle timeouts than CONTROL_STALL_USEC and CONTROL_IDLE_USEC (tests). */
+void control_server_set_timeouts(struct control_server *srv, uint64_t stall_usec,
+				 uint64_t idle_usec);
 
 /* Clients currently connected (refused ones are never counted). */
 unsigned int control_server_client_count(const struct control_server *srv);
