@@ -280,6 +280,49 @@ sockfile_chown_refused() {
 	rm -rf "$dir"
 }
 
+# A default ACL on the directory would give the socket files an ACL whose named entries the
+# mode's group bits unmask: "u:nobody:rwx" there let nobody connect to a 0660 root socket.
+# The daemon removes the inherited ACL, so the mode alone says who may connect.
+sockfile_default_acl() {
+	local dir f got bad=
+	if ! command -v setfacl >/dev/null; then
+		vmtest_skip sockfile-default-acl "no setfacl here (package acl; make deps installs it)"
+		return
+	fi
+	dir=$(mktemp -d /tmp/vsockmap-sockfile.XXXXXX)
+	chmod 0755 "$dir"
+	setfacl -d -m "u:$SOCKFILE_NOBODY:rwx" "$dir"
+	sockfile_config "$dir" "$dir/a.sock" "mode=0660"
+	sockfile_start "$dir"
+	if ! wait_for_socket "$dir/a.sock" 10 || ! wait_for_socket "$dir/ctl.sock" 10; then
+		vmtest_fail sockfile-default-acl "not started: $(tail -n 2 "$dir/daemon.log")"
+		sockfile_stop
+		rm -rf "$dir"
+		return
+	fi
+	for f in a.sock ctl.sock; do
+		got=$(setpriv --reuid=$SOCKFILE_NOBODY --regid=$SOCKFILE_NOBODY --clear-groups \
+			/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+    print("connected")
+except PermissionError:
+    print("refused")
+except OSError as e:
+    print(e)' "$dir/$f")
+		[[ $got == refused ]] || bad+=" $f: uid $SOCKFILE_NOBODY $got ($(getfacl -cp "$dir/$f" 2>/dev/null | tr '\n' ' '))"
+	done
+	sockfile_stop
+	if [[ -n $bad ]]; then
+		vmtest_fail sockfile-default-acl "default ACL u:$SOCKFILE_NOBODY:rwx on the directory:$bad"
+	else
+		vmtest_pass sockfile-default-acl "a.sock and ctl.sock refuse uid $SOCKFILE_NOBODY despite the directory's default ACL"
+	fi
+	rm -rf "$dir"
+}
+
 host_sockfile_cases() {
 	sockfile_symlink_at_path
 	sockfile_symlink_parent
@@ -287,4 +330,5 @@ host_sockfile_cases() {
 	sockfile_mode_never_wider
 	sockfile_swapped
 	sockfile_chown_refused
+	sockfile_default_acl
 }

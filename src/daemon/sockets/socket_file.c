@@ -390,6 +390,22 @@ static int chmod_opath(int fd, mode_t mode)
 	return chmod(proc, mode) ? -errno : 0;
 }
 
+/*
+ * The ACL a directory's default ACL gave the new file: its named entries would get the
+ * mask that the mode's group bits set, so "0660" would let users the configuration never
+ * names connect. Removed through the /proc magic link to the O_PATH descriptor; no ACL, or
+ * a file system without them, is fine.
+ */
+static int remove_inherited_acl(int fd)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (!removexattr(proc, ACL_XATTR_NAME))
+		return 0;
+	return errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
+}
+
 int socket_file_set_access(const char *path, const struct socket_file_id *id, uid_t uid, gid_t gid,
 			   mode_t mode, const char **step)
 {
@@ -404,7 +420,14 @@ int socket_file_set_access(const char *path, const struct socket_file_id *id, ui
 		return fd;
 	if (!same_file(id, &st)) {
 		r = -ESTALE;
-	} else if (uid != (uid_t)-1 || gid != (gid_t)-1) {
+		goto out;
+	}
+	/* While it is still ours: removing it takes the owner (or CAP_FOWNER). */
+	*step = "removing the ACL it inherited";
+	r = remove_inherited_acl(fd);
+	if (r)
+		goto out;
+	if (uid != (uid_t)-1 || gid != (gid_t)-1) {
 		/* The owner first: the file is 0000 until the mode, so nobody connects between. */
 		*step = "chown";
 		r = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) ? -errno : 0;
@@ -413,6 +436,7 @@ int socket_file_set_access(const char *path, const struct socket_file_id *id, ui
 		*step = "chmod";
 		r = chmod_opath(fd, mode);
 	}
+out:
 	close(fd);
 	return r;
 }

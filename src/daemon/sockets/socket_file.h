@@ -60,9 +60,11 @@ int socket_file_identify(const char *path, struct socket_file_id *id);
 /*
  * Give the file at path owner uid and group gid ((uid_t)-1 / (gid_t)-1: unchanged), then
  * mode, only if it is still *id's file: the changes go to the inode checked, through an
- * O_PATH descriptor, never through a symlink. 0 or -errno; -ESTALE: it is not (a symlink,
- * another file, nothing), and nothing was changed. *step (step may be NULL): what failed,
- * "open", "chown" or "chmod", for the message.
+ * O_PATH descriptor, never through a symlink. An ACL the file inherited from its
+ * directory's default ACL is removed first, so that the mode alone says who may connect.
+ * 0 or -errno; -ESTALE: it is not (a symlink, another file, nothing), and nothing was
+ * changed. *step (step may be NULL): what failed, "open", "removing the ACL it inherited", "chown" or "chmod", for
+ * the message.
  */
 int socket_file_set_access(const char *path, const struct socket_file_id *id, uid_t uid, gid_t gid,
 			   mode_t mode, const char **step);
