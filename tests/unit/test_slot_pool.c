@@ -103,6 +103,48 @@ static void test_take_this(void **state)
 	slot_pool_fini(&p);
 }
 
+/*
+ * A restart takes back every slot of a full pool, in whatever order the pairs arrive, with
+ * new redirects taking and giving back slots between: each slot is taken exactly once.
+ */
+static void test_take_this_every_slot(void **state)
+{
+	enum { N = 65536 };
+	static bool taken[N];
+	struct slot_pool p;
+	uint32_t i, s, x = 12345, order[N];
+
+	(void)state;
+	assert_int_equal(slot_pool_init(&p, N), 0);
+	for (i = 0; i < N; i++)
+		order[i] = i;
+	for (i = N - 1; i > 0; i--) { /* a fixed shuffle */
+		x = x * 1103515245 + 12345;
+		s = order[i];
+		order[i] = order[x % (i + 1)];
+		order[x % (i + 1)] = s;
+	}
+	for (i = 0; i < N / 2; i++) {
+		assert_int_equal(slot_pool_take_this(&p, order[i]), 0);
+		taken[order[i]] = true;
+	}
+	/* A new redirect between: it gets a free slot, and gives it back. */
+	assert_int_equal(slot_pool_take(&p, &s), 0);
+	assert_false(taken[s]);
+	slot_pool_put(&p, s);
+	for (; i < N; i++) {
+		assert_int_equal(slot_pool_take_this(&p, order[i]), 0);
+		taken[order[i]] = true;
+	}
+	assert_int_equal(p.n_free, 0);
+	assert_int_equal(slot_pool_take(&p, &s), -ENOSPC);
+	assert_int_equal(slot_pool_take_this(&p, order[7]), -EBUSY);
+	slot_pool_put(&p, order[7]);
+	assert_int_equal(slot_pool_take(&p, &s), 0);
+	assert_int_equal(s, order[7]);
+	slot_pool_fini(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +152,7 @@ int main(void)
 	    cmocka_unit_test(test_full_at_size),
 	    cmocka_unit_test(test_limit),
 	    cmocka_unit_test(test_take_this),
+	    cmocka_unit_test(test_take_this_every_slot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,10 +9,17 @@ int slot_pool_init(struct slot_pool *p, uint32_t size)
 	uint32_t i;
 
 	p->free = calloc(size ? size : 1, sizeof(*p->free));
-	if (!p->free)
+	p->where = calloc(size ? size : 1, sizeof(*p->where));
+	if (!p->free || !p->where) {
+		free(p->free);
+		free(p->where);
+		p->free = p->where = NULL;
 		return -ENOMEM;
-	for (i = 0; i < size; i++)
+	}
+	for (i = 0; i < size; i++) {
 		p->free[i] = size - 1 - i;
+		p->where[size - 1 - i] = i;
+	}
 	p->n_free = p->size = size;
 	p->limit = 0;
 	p->high = 0;
@@ -22,7 +29,8 @@ int slot_pool_init(struct slot_pool *p, uint32_t size)
 void slot_pool_fini(struct slot_pool *p)
 {
 	free(p->free);
-	p->free = NULL;
+	free(p->where);
+	p->free = p->where = NULL;
 	p->n_free = p->size = 0;
 }
 
@@ -41,6 +49,7 @@ int slot_pool_take(struct slot_pool *p, uint32_t *slot)
 	if (slot_pool_full(p))
 		return -ENOSPC;
 	*slot = p->free[--p->n_free];
+	p->where[*slot] = SLOT_TAKEN;
 	if (*slot >= p->high)
 		p->high = *slot + 1;
 	return 0;
@@ -48,22 +57,25 @@ int slot_pool_take(struct slot_pool *p, uint32_t *slot)
 
 void slot_pool_put(struct slot_pool *p, uint32_t slot)
 {
+	p->where[slot] = p->n_free;
 	p->free[p->n_free++] = slot;
 }
 
 int slot_pool_take_this(struct slot_pool *p, uint32_t slot)
 {
-	uint32_t i;
+	uint32_t i, last;
 
 	if (slot >= p->size)
 		return -ERANGE;
-	for (i = 0; i < p->n_free; i++) {
-		if (p->free[i] != slot)
-			continue;
-		p->free[i] = p->free[--p->n_free];
-		if (slot >= p->high)
-			p->high = slot + 1;
-		return 0;
-	}
-	return -EBUSY; /* taken twice */
+	i = p->where[slot];
+	if (i == SLOT_TAKEN)
+		return -EBUSY; /* taken twice */
+	/* The top of the stack fills the hole. */
+	last = p->free[--p->n_free];
+	p->free[i] = last;
+	p->where[last] = i;
+	p->where[slot] = SLOT_TAKEN;
+	if (slot >= p->high)
+		p->high = slot + 1;
+	return 0;
 }
