@@ -361,6 +361,7 @@ int daemon_run(struct daemon *d)
 
 void daemon_stop(struct daemon *d)
 {
+	struct redirect *r;
 	size_t i;
 
 	service_stop(d);
@@ -376,8 +377,8 @@ void daemon_stop(struct daemon *d)
 	d->control = NULL;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_retire(d->listeners[i]);
-	while (d->redirects)
-		redirect_free(d->redirects); /* frees retired listeners with their last one */
+	while ((r = redirect_table_first(&d->redirects)))
+		redirect_free(r); /* frees retired listeners with their last one */
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;

@@ -12,6 +12,7 @@
 #include "handover.h"
 #include "passed_fds.h"
 #include "redirect.h"
+#include "redirect_table.h"
 
 struct listener;
 struct redirect;
@@ -32,10 +33,8 @@ struct daemon {
 	char userspace_why[128];     /* why dp is NULL, for each listener's log line */
 	struct listener **listeners; /* in configuration order */
 	size_t n_listeners;
-	struct redirect *redirects;	    /* live stream redirects, newest first */
+	struct redirect_table redirects;    /* live stream redirects, newest first, and their ids */
 	struct redirect_loop redirect_loop; /* their epoll set (redirect_events.c) */
-	size_t n_redirects;
-	uint64_t next_id;
 	struct control_server *control;
 	uint64_t started_usec;
 	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
@@ -68,11 +67,5 @@ struct daemon_options {
 int daemon_start(struct daemon *d, const struct daemon_options *opts);
 int daemon_run(struct daemon *d);
 void daemon_stop(struct daemon *d);
-
-/* Redirect ids: 1, 2, ... (a restart carries on from the largest taken back). */
-static inline uint64_t daemon_next_id(struct daemon *d)
-{
-	return ++d->next_id;
-}
 
 #endif

@@ -30,7 +30,7 @@ static int on_idle_check(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now = now_usec();
 	struct redirect *r, *next;
 
-	for (r = d->redirects; r; r = next) {
+	for (r = redirect_table_first(&d->redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
 		redirect_idle_check(r, now, timeout);
 	}

@@ -16,7 +16,7 @@ static int on_source_watch(sd_event_source *s, uint64_t usec, void *userdata)
 	struct daemon *d = userdata;
 	struct redirect *r, *next;
 
-	for (r = d->redirects; r; r = next) {
+	for (r = redirect_table_first(&d->redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
 		redirect_check_source_mapped(r);
 	}

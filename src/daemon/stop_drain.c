@@ -43,7 +43,7 @@ static uint64_t stop_progress_mark(struct daemon *d)
 	uint64_t mark = 0;
 	size_t i;
 
-	for (r = d->redirects; r; r = redirect_next(r))
+	for (r = redirect_table_first(&d->redirects); r; r = redirect_next(r))
 		mark += redirect_progress_mark(r);
 	for (i = 0; i < d->n_listeners; i++)
 		if (d->listeners[i]->dgram)
@@ -86,7 +86,7 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	bool exact;
 
 	stop_look_for_progress(d, usec);
-	if ((d->n_redirects || dgram) && usec < d->stop.deadline) {
+	if ((d->redirects.n || dgram) && usec < d->stop.deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
@@ -99,10 +99,10 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	 * kernel's backlog), whatever the drain signal. A datagram listener without an exact
 	 * signal cannot tell: it waited drain-timeout for what the kernel may hold.
 	 */
-	if (d->n_redirects || lost_dgram)
+	if (d->redirects.n || lost_dgram)
 		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
 			 "deliver and none moved on for drain-timeout; closing now, they are lost",
-			 d->n_redirects, d->n_redirects == 1 ? "" : "s", lost_dgram,
+			 d->redirects.n, d->redirects.n == 1 ? "" : "s", lost_dgram,
 			 lost_dgram == 1 ? "" : "s");
 	if (!exact && dgram)
 		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
@@ -122,7 +122,7 @@ bool stop_drain_start(struct daemon *d)
 		return false;
 	d->stop.epoch = d->dp ? dataplane_queue_epoch(d->dp) : 0;
 	dgram = dgram_unsettled(d);
-	if (!d->n_redirects && !dgram)
+	if (!d->redirects.n && !dgram)
 		return false;
 	d->stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
@@ -137,12 +137,12 @@ bool stop_drain_start(struct daemon *d)
 		log_errno(LOG_ERR, err, "stopping: closing the redirects at once");
 		return false;
 	}
-	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s", d->n_redirects,
-		   d->n_redirects == 1 ? "" : "s");
+	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s", d->redirects.n,
+		   d->redirects.n == 1 ? "" : "s");
 	log_info("stopping: finishing %zu live redirect%s and %zu datagram listener%s "
 		 "(everything already sent is delivered; at most drain-timeout)",
-		 d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
-	for (r = d->redirects; r; r = next) {
+		 d->redirects.n, d->redirects.n == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
+	for (r = redirect_table_first(&d->redirects); r; r = next) {
 		next = redirect_next(r); /* a redirect still connecting is freed at once */
 		redirect_request_close(r);
 	}

@@ -39,7 +39,7 @@ int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct 
 	/* One read of the kernel's counters for all (a failed one: slot by slot). */
 	if (d->dp)
 		dataplane_counters_snapshot(d->dp);
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	for (r = redirect_table_first(&d->redirects); r; r = redirect_next(r)) {
 		redirect_get_traffic(r, &moved);
 		traffic_add(&t[listener_index(d, redirect_listener(r))], &moved);
 	}

@@ -208,7 +208,7 @@ static void for_each_redirect(struct daemon *d,
 		if (fn(ctx, &info, NULL, l))
 			return;
 	}
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	for (r = redirect_table_first(&d->redirects); r; r = redirect_next(r)) {
 		redirect_get_info(r, &info, false);
 		if (fn(ctx, &info, r, redirect_listener(r)))
 			return;
@@ -578,7 +578,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		json_object_array_add(arr, o);
 	}
 	add(status, "listeners", arr);
-	add_u64(status, "redirects", d->n_redirects);
+	add_u64(status, "redirects", d->redirects.n);
 	add_u64(status, "late_inserts", d->late_inserts);
 	add(response, "status", status);
 	return 0;

@@ -482,7 +482,7 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	f->d = d;
 	f->l = l;
 	f->target_fd = -1;
-	f->id = daemon_next_id(d);
+	f->id = redirect_table_new_id(&d->redirects);
 	f->started_usec = now_usec();
 	f->buf = malloc(DGRAM_BUF_SIZE);
 	f->buf_size = DGRAM_BUF_SIZE;

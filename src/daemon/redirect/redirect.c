@@ -30,20 +30,6 @@ const char *redirect_target_text(struct redirect *r, char *buf, size_t len)
 
 /* ---- lifetime ---- */
 
-static void redirect_unlink(struct redirect *r)
-{
-	struct daemon *d = r->d;
-
-	if (r->prev)
-		r->prev->next = r->next;
-	else if (d->redirects == r)
-		d->redirects = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	r->next = r->prev = NULL;
-	d->n_redirects--;
-}
-
 /* Only the entries each socket has: no failed deletes. */
 static void remove_map_entries(struct redirect *r)
 {
@@ -96,7 +82,7 @@ void redirect_free(struct redirect *r)
 	log_vsock_discard(r);
 	handed_over = r->phase == PHASE_HANDED_OVER;
 	redirect_enter(r, REDIRECT_FREED);
-	redirect_unlink(r);
+	redirect_table_remove(&r->d->redirects, &r->live);
 	sd_event_source_disable_unref(r->timer);
 	/* A handed-over pair keeps its entries for the next instance. */
 	if (!handed_over)
@@ -119,7 +105,7 @@ void redirect_free(struct redirect *r)
 
 struct redirect *redirect_next(struct redirect *r)
 {
-	return r->next;
+	return redirect_table_next(&r->live);
 }
 
 uint64_t redirect_progress_mark(const struct redirect *r)
@@ -133,16 +119,6 @@ uint64_t redirect_progress_mark(const struct redirect *r)
 			mark -= (uint64_t)q;
 	}
 	return mark;
-}
-
-struct redirect *redirect_find(struct daemon *d, uint64_t id)
-{
-	struct redirect *r;
-
-	for (r = d->redirects; r; r = r->next)
-		if (r->id == id)
-			return r;
-	return NULL;
 }
 
 struct listener *redirect_listener(struct redirect *r)
@@ -423,11 +399,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
 		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
 	}
-	r->next = d->redirects;
-	if (d->redirects)
-		d->redirects->prev = r;
-	d->redirects = r;
-	d->n_redirects++;
+	redirect_table_add(&d->redirects, &r->live, r, id);
 	l->ops->redirect_opened(l);
 	read_client_identity(r);
 	return r;
@@ -438,7 +410,7 @@ int redirect_start(struct daemon *d, struct listener *l, int client_fd)
 	struct redirect *r;
 	int in_progress, err;
 
-	r = redirect_new(d, l, daemon_next_id(d), client_fd, -1);
+	r = redirect_new(d, l, redirect_table_new_id(&d->redirects), client_fd, -1);
 	if (!r)
 		return -ENOMEM;
 	r->ep[TARGET].fd =

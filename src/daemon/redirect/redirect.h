@@ -79,7 +79,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 /* A kernel-path client whose socket left the sockhash is carried by the daemon from now. */
 void redirect_check_source_mapped(struct redirect *r);
 
-struct redirect *redirect_find(struct daemon *d, uint64_t id);
+/* The next older live redirect (redirect_table_first() gives the newest); NULL: none. */
 struct redirect *redirect_next(struct redirect *r);
 /*
  * A mark that changes whenever r's bytes move on toward a reader: what the daemon has

@@ -72,7 +72,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	events->dispatching = false;
 	while (events->zombies) {
 		r = events->zombies;
-		events->zombies = r->next;
+		events->zombies = r->next_zombie;
 		free(r);
 	}
 	return 0;
@@ -231,7 +231,7 @@ bool redirect_events_defer_free(struct redirect *r)
 	if (!events->dispatching)
 		return false;
 	/* The batch may still hold events for it: free() it once the batch is done. */
-	r->next = events->zombies;
+	r->next_zombie = events->zombies;
 	events->zombies = r;
 	return true;
 }

@@ -27,6 +27,7 @@
 
 #include "daemon.h"
 #include "redirect_phase.h"
+#include "redirect_table.h"
 #include "listener.h"
 #include "target_connect.h"
 #include "log.h"
@@ -111,7 +112,8 @@ struct direction {
 };
 
 struct redirect {
-	struct redirect *next, *prev;
+	struct redirect_table_entry live; /* in the table of live redirects (redirect_table.c) */
+	struct redirect *next_zombie;	 /* freed during a batch: free()d at its end */
 	struct daemon *d;
 	struct listener *l;
 	uint64_t id;

@@ -121,7 +121,7 @@ static bool slot_left(struct listener *l)
 	char listen[160];
 
 	/* Redirects carried in user space take no slot, but count toward the limit. */
-	if (l->d->n_redirects < l->d->cfg.daemon.max_redirects &&
+	if (l->d->redirects.n < l->d->cfg.daemon.max_redirects &&
 	    (!l->d->dp || l->userspace || !dataplane_slots_full(l->d->dp)))
 		return true;
 	l->refused++;

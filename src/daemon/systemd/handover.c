@@ -137,8 +137,8 @@ void handover_reserve_ids(struct daemon *d)
 	size_t i;
 
 	for (i = 0; i < d->passed.n; i++)
-		if (stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.id > d->next_id)
-			d->next_id = p.id;
+		if (stored(d, i) && !parse_pair(stored_name(d, i), &p))
+			redirect_table_reserve_id(&d->redirects, p.id);
 }
 
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
@@ -228,8 +228,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 			dataplane_slot_free(d->dp, p.slot);
 		return 0;
 	}
-	if (p.id >= d->next_id)
-		d->next_id = p.id;
+	redirect_table_reserve_id(&d->redirects, p.id);
 	l = find_listener(d, p.section);
 	if (!l) {
 		/* Its section left the configuration: adopt it to close it cleanly. */
@@ -441,7 +440,7 @@ static void store_all(struct daemon *d)
 			l->handed_over = true;
 	}
 	fd_carrier_init(&carrier, store_named);
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	for (r = redirect_table_first(&d->redirects); r; r = redirect_next(r)) {
 		redirect_handover_info(r, &id, &slot, &half, &cfd, &tfd);
 		if (!redirect_settle(r, &why)) {
 			log_warn("[%s] redirect %" PRIu64 ": not settled after %d ms (%s): closes "
@@ -479,7 +478,7 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	bool settled = true;
 	const char *why;
 
-	for (r = d->redirects; r; r = redirect_next(r))
+	for (r = redirect_table_first(&d->redirects); r; r = redirect_next(r))
 		if (!redirect_settle(r, &why))
 			settled = false;
 	if (!settled && usec < d->handover.settle_deadline) {

@@ -41,7 +41,7 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 	traffic_since_start(d, NULL, &all); /* without memory: 0 B, for this once */
 	format_bytes(all.bytes[0] + all.bytes[1], moved, sizeof(moved));
 	snprintf(buf, len, "%zu listener%s, %zu live redirect%s, %s moved%s", d->n_listeners,
-		 d->n_listeners == 1 ? "" : "s", d->n_redirects, d->n_redirects == 1 ? "" : "s",
+		 d->n_listeners == 1 ? "" : "s", d->redirects.n, d->redirects.n == 1 ? "" : "s",
 		 moved, all.uncounted[0] || all.uncounted[1] ? " (+ the uncounted fast path)" : "");
 }
 
