@@ -37,8 +37,14 @@ echo "== clang-tidy $(clang-tidy --version | sed -n 's/.*version \([0-9.]*\).*/\
 # Findings in .output/ are in the skeleton bpftool generates (a leak the analyzer imagines on
 # an error path of vsockmap_bpf__open_opts()), not in our code.
 clang-tidy --quiet "${sources[@]}" -- "${flags[@]}" "${pkg_flags[@]}" >"$out/clang-tidy.log" 2>&1
+tidy_rc=$?
 findings=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$out/clang-tidy.log" | grep -v '/\.output/\|^\.output/')
-if [[ -n $findings ]]; then
+if ((tidy_rc >= 128)); then
+	# killed by a signal (a crash): it did not look at every file, whatever it printed
+	cat "$out/clang-tidy.log"
+	echo "not ok clang-tidy: exited with status $tidy_rc"
+	failed=$((failed + 1))
+elif [[ -n $findings ]]; then
 	cat "$out/clang-tidy.log"
 	echo "not ok clang-tidy: $(wc -l <<<"$findings") findings above"
 	failed=$((failed + 1))
