@@ -12,7 +12,6 @@
 #include "handover.h"
 #include "passed_fds.h"
 #include "redirect.h"
-#include "redirect_table.h"
 
 struct listener;
 struct redirect;
@@ -27,19 +26,12 @@ struct stop_state {
 };
 
 struct daemon {
-	sd_event *event;
 	struct config cfg;
-	struct dataplane *dp;	     /* NULL: no kernel path, every redirect runs in user space */
-	char userspace_why[128];     /* why dp is NULL, for each listener's log line */
+	struct redirect_env env;     /* loop, data plane, redirects: what the layers below see */
 	struct listener **listeners; /* in configuration order */
 	size_t n_listeners;
-	struct redirect_table redirects;    /* live stream redirects, newest first, and their ids */
-	struct redirect_loop redirect_loop; /* their epoll set (redirect_events.c) */
 	struct control_server *control;
 	uint64_t started_usec;
-	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
-	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
-	bool stopping;	       /* stopping: redirects finish, then the loop exits (stop_drain.c) */
 	struct stop_state stop;
 	struct handover_state handover;
 	struct passed_fds passed; /* what systemd passed at start, until each is taken */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #include "bpf_dataplane.h"
-#include "daemon.h"
+#include "config.h"
 #include "dgram_forwarder.h"
 #include "gate.h"
 #include "held_read.h"
@@ -39,7 +39,7 @@
 enum dgram_state { DG_CONNECTING, DG_SYNC, DG_ACTIVE, DG_BACKOFF };
 
 struct dgram_forwarder {
-	struct daemon *d;
+	struct redirect_env *env;
 	struct listener *l;
 	struct dgram_plane *gp;
 	struct vsockmap_gate *gate;
@@ -104,7 +104,7 @@ static void drop_target(struct dgram_forwarder *f)
 		gate_close(f->gate);
 		dgram_plane_set_target(f->gp, 0);
 		if (f->target_fd >= 0 && !f->userspace)
-			dataplane_remove(f->d->dp, f->target_cookie);
+			dataplane_remove(f->env->dp, f->target_cookie);
 	}
 	f->target_io = sd_event_source_disable_unref(f->target_io);
 	f->target_fd = safe_close(f->target_fd);
@@ -148,16 +148,16 @@ static void dial(struct dgram_forwarder *f)
 {
 	int in_progress, err;
 
-	f->target_fd = timed_connect_start(&f->connect, &f->l->rc->connect,
-					   f->d->cfg.daemon.connect_timeout_ms, now_usec(),
-					   &in_progress);
+	f->target_fd =
+	    timed_connect_start(&f->connect, &f->l->rc->connect, f->env->cfg->connect_timeout_ms,
+				now_usec(), &in_progress);
 	if (f->target_fd < 0) {
 		err = f->target_fd;
 		f->target_fd = -1;
 		retry_later(f, err, "connect");
 		return;
 	}
-	err = sd_event_add_io(f->d->event, &f->target_io, f->target_fd, EPOLLOUT, on_io, f);
+	err = sd_event_add_io(f->env->event, &f->target_io, f->target_fd, EPOLLOUT, on_io, f);
 	if (err < 0) {
 		retry_later(f, err, "watching");
 		return;
@@ -284,7 +284,7 @@ static void report_dropped(struct dgram_forwarder *f)
 	struct vsockmap_counters c;
 
 	if (!f->gp || !f->keep_bounds ||
-	    dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c) ||
+	    dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c) ||
 	    c.dropped_packets == f->dropped_logged)
 		return;
 	log_warn("[%s] %" PRIu64 " datagrams dropped: more than %" PRIu64 " were held for the "
@@ -357,9 +357,9 @@ static void on_connected(struct dgram_forwarder *f)
 		retry_later(f, err, "connect");
 		return;
 	}
-	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
+	socket_force_sndbuf(f->target_fd, f->env->cfg->sndbuf);
 	if (!f->userspace) {
-		err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
+		err = dataplane_add_destination(f->env->dp, f->target_cookie, f->target_fd);
 		err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
 		/* Refused: the verdict keeps holding every datagram; the daemon sends them all. */
 		if (f->l->ops->target_refused(f->l, err)) {
@@ -435,7 +435,7 @@ static int kernel_start(struct dgram_forwarder *f)
 	struct listener *l = f->l;
 	int err;
 
-	err = dgram_plane_take(f->d->dp, &f->gp);
+	err = dgram_plane_take(f->env->dp, &f->gp);
 	if (err == -EPERM) {
 		f->gp = NULL;
 		log_notice("[%s] no datagram verdict left to load one without CAP_BPF (the daemon "
@@ -451,7 +451,7 @@ static int kernel_start(struct dgram_forwarder *f)
 				 l->rc->name);
 	}
 	f->slot = dgram_plane_slot(f->gp);
-	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
+	f->gate = dataplane_gate(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
 	f->keep_bounds = l->rc->connect.sock_type == SOCK_SEQPACKET;
 	dgram_plane_set_keep_bounds(f->gp, f->keep_bounds);
 	err = held_read_prepare(l->fd);
@@ -459,7 +459,7 @@ static int kernel_start(struct dgram_forwarder *f)
 	if (err) {
 		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
 			  l->rc->listen.path);
-		dgram_plane_close(f->d->dp, f->gp);
+		dgram_plane_close(f->env->dp, f->gp);
 		f->gp = NULL;
 	}
 	return err;
@@ -467,11 +467,12 @@ static int kernel_start(struct dgram_forwarder *f)
 
 static void kernel_stop(struct dgram_forwarder *f)
 {
-	dgram_plane_give_back(f->d->dp, f->gp);
+	dgram_plane_give_back(f->env->dp, f->gp);
 	f->gp = NULL;
 }
 
-int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out)
+int dgram_forwarder_start(struct redirect_env *env, struct listener *l,
+			  struct dgram_forwarder **out)
 {
 	struct dgram_forwarder *f;
 	int err;
@@ -479,10 +480,10 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->d = d;
+	f->env = env;
 	f->l = l;
 	f->target_fd = -1;
-	f->id = redirect_table_new_id(&d->redirects);
+	f->id = redirect_table_new_id(&env->redirects);
 	f->started_usec = now_usec();
 	f->buf = malloc(DGRAM_BUF_SIZE);
 	f->buf_size = DGRAM_BUF_SIZE;
@@ -496,9 +497,9 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 		if (err)
 			goto out_free;
 	}
-	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, TIMER_ACCURACY_USEC,
+	err = sd_event_add_time(env->event, &f->timer, CLOCK_MONOTONIC, 0, TIMER_ACCURACY_USEC,
 				on_timer, f);
-	err = err < 0 ? err : sd_event_add_io(d->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
+	err = err < 0 ? err : sd_event_add_io(env->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
 	if (err < 0)
 		goto out_sources;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
@@ -559,7 +560,7 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 	if (gate_held(f->gate) != f->held_taken)
 		return false;
 	/* Redirected, still in the target's psock backlog: closing the target would free it. */
-	err = dataplane_queue_info(f->d->dp, f->target_fd, f->target_cookie, epoch, now_usec(),
+	err = dataplane_queue_info(f->env->dp, f->target_fd, f->target_cookie, epoch, now_usec(),
 				   &qi);
 	if (err == -ENOENT)
 		return true;
@@ -572,7 +573,7 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 	 * the target looks writable while the worker still holds datagrams (measured in the
 	 * VM: 10.8 of 12.5 MiB delivered when the heuristic decided).
 	 */
-	if (dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
+	if (dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
 		return true;
 	return !c.packets;
 }
@@ -593,7 +594,7 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
 	info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
 	info->moved.packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
 	info->moved.bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
-	if (f->gp && !dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
+	if (f->gp && !dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
 		info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
 		info->moved.packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
 	}

@@ -17,7 +17,8 @@ struct daemon;
 struct listener;
 struct dgram_forwarder;
 
-int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out);
+int dgram_forwarder_start(struct redirect_env *env, struct listener *l,
+			  struct dgram_forwarder **out);
 void dgram_forwarder_stop(struct dgram_forwarder *f);
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info);
 /*

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "gate.h"
 #include "held_read.h"
 #include "listener.h"
@@ -34,11 +33,11 @@ const char *redirect_target_text(struct redirect *r, char *buf, size_t len)
 static void remove_map_entries(struct redirect *r)
 {
 	if (r->ep[CLIENT].in_map)
-		dataplane_remove_source(r->d->dp, r->ep[CLIENT].cookie);
+		dataplane_remove_source(r->env->dp, r->ep[CLIENT].cookie);
 	if (r->linked)
-		dataplane_unlink(r->d->dp, r->ep[CLIENT].cookie);
+		dataplane_unlink(r->env->dp, r->ep[CLIENT].cookie);
 	if (r->ep[TARGET].in_map)
-		dataplane_remove_destination(r->d->dp, r->ep[TARGET].cookie);
+		dataplane_remove_destination(r->env->dp, r->ep[TARGET].cookie);
 }
 
 /*
@@ -82,7 +81,7 @@ void redirect_free(struct redirect *r)
 	log_vsock_discard(r);
 	handed_over = r->phase == PHASE_HANDED_OVER;
 	redirect_enter(r, REDIRECT_FREED);
-	redirect_table_remove(&r->d->redirects, &r->live);
+	redirect_table_remove(&r->env->redirects, &r->live);
 	sd_event_source_disable_unref(r->timer);
 	/* A handed-over pair keeps its entries for the next instance. */
 	if (!handed_over)
@@ -97,7 +96,7 @@ void redirect_free(struct redirect *r)
 		free(r->dir[i].buf);
 	}
 	if (r->has_slot)
-		dataplane_slot_free(r->d->dp, r->slot);
+		dataplane_slot_free(r->env->dp, r->slot);
 	r->l->ops->redirect_closed(r->l, &info.moved);
 	if (!redirect_events_defer_free(r))
 		free(r);
@@ -145,7 +144,7 @@ static const char *redirect_state(struct redirect *r)
 static void collect_counters(struct redirect *r, struct redirect_info *info)
 {
 	struct vsockmap_counters c[VSOCKMAP_NR_DIRS];
-	bool kernel = r->has_slot && !dataplane_slot_counters(r->d->dp, r->slot, c);
+	bool kernel = r->has_slot && !dataplane_slot_counters(r->env->dp, r->slot, c);
 	int dir;
 
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
@@ -154,7 +153,7 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 		if (kernel) {
 			info->moved.bytes[dir] += c[dir].bytes;
 			info->moved.packets[dir] += c[dir].packets;
-			info->moved.uncounted[dir] = !dataplane_counted(r->d->dp, r->slot, dir);
+			info->moved.uncounted[dir] = !dataplane_counted(r->env->dp, r->slot, dir);
 		}
 	}
 }
@@ -187,8 +186,8 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0, loop_tick(r),
-				  &qi)) {
+	    !dataplane_queue_info(r->env->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0,
+				  loop_tick(r), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -220,7 +219,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
  */
 static int link_pair(struct redirect *r)
 {
-	struct daemon *d = r->d;
+	struct redirect_env *env = r->env;
 	int err, i;
 
 	for (i = 0; i < 2; i++) {
@@ -229,26 +228,26 @@ static int link_pair(struct redirect *r)
 			return err;
 		/* sndbuf= on the address wins (socket_set_bufs()). */
 		if (!(i == CLIENT ? r->l->rc->listen.sndbuf : r->l->rc->connect.sndbuf))
-			socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
+			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	}
 	if (r->userspace)
 		return 0;
 	err = held_read_prepare(r->ep[CLIENT].fd);
 	if (err)
 		return err;
-	err = dataplane_slot_alloc(d->dp, &r->slot);
+	err = dataplane_slot_alloc(env->dp, &r->slot);
 	if (err)
 		return err;
 	r->has_slot = true;
-	err = dataplane_link(d->dp, r->ep[CLIENT].cookie, r->ep[TARGET].cookie, r->slot,
+	err = dataplane_link(env->dp, r->ep[CLIENT].cookie, r->ep[TARGET].cookie, r->slot,
 			     VSOCKMAP_DIR_TO_TARGET);
 	if (err)
 		return err;
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
-	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
+	err = dataplane_add_destination(env->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
 	if (r->l->ops->target_refused(r->l, err)) {
-		dataplane_unlink(d->dp, r->ep[CLIENT].cookie);
+		dataplane_unlink(env->dp, r->ep[CLIENT].cookie);
 		r->linked = false;
 		r->userspace = true;
 		return 0;
@@ -257,7 +256,7 @@ static int link_pair(struct redirect *r)
 		return err;
 	r->ep[TARGET].in_map = true;
 	/* Open from the start: the verdict passes data up only if the target left the map. */
-	gate_release(dataplane_gate(d->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
+	gate_release(dataplane_gate(env->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
 	return 0;
 }
 
@@ -291,7 +290,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	if (r->phase != PHASE_RUNNING && r->phase != PHASE_SETTLING)
 		return false;
 	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
-	if (r->has_slot && !dataplane_counted(r->d->dp, r->slot, CLIENT))
+	if (r->has_slot && !dataplane_counted(r->env->dp, r->slot, CLIENT))
 		return false;
 	redirect_get_info(r, &info, false);
 	moved = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
@@ -375,7 +374,7 @@ static void read_client_identity(struct redirect *r)
 }
 
 /* A redirect on the daemon's list, owning both fds (closed here without memory). */
-static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint64_t id,
+static struct redirect *redirect_new(struct redirect_env *env, struct listener *l, uint64_t id,
 				     int client_fd, int target_fd)
 {
 	struct redirect *r;
@@ -387,7 +386,7 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		safe_close(target_fd);
 		return NULL;
 	}
-	r->d = d;
+	r->env = env;
 	r->l = l;
 	r->id = id;
 	r->userspace = l->userspace;
@@ -399,22 +398,22 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
 		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
 	}
-	redirect_table_add(&d->redirects, &r->live, r, id);
+	redirect_table_add(&env->redirects, &r->live, r, id);
 	l->ops->redirect_opened(l);
 	read_client_identity(r);
 	return r;
 }
 
-int redirect_start(struct daemon *d, struct listener *l, int client_fd)
+int redirect_start(struct redirect_env *env, struct listener *l, int client_fd)
 {
 	struct redirect *r;
 	int in_progress, err;
 
-	r = redirect_new(d, l, redirect_table_new_id(&d->redirects), client_fd, -1);
+	r = redirect_new(env, l, redirect_table_new_id(&env->redirects), client_fd, -1);
 	if (!r)
 		return -ENOMEM;
 	r->ep[TARGET].fd =
-	    timed_connect_start(&r->connect, &l->rc->connect, d->cfg.daemon.connect_timeout_ms,
+	    timed_connect_start(&r->connect, &l->rc->connect, env->cfg->connect_timeout_ms,
 				r->started_usec, &in_progress);
 	if (r->ep[TARGET].fd < 0) {
 		err = r->ep[TARGET].fd;
@@ -474,7 +473,7 @@ bool redirect_settle(struct redirect *r, const char **why)
 		return false;
 	if (c->state == DIR_DONE || r->userspace)
 		return true;
-	gate = dataplane_gate(r->d->dp, r->slot, CLIENT);
+	gate = dataplane_gate(r->env->dp, r->slot, CLIENT);
 	if (gate_settled(gate, c->held_taken))
 		return true;
 	*why = "client bytes held by the verdict";
@@ -488,7 +487,7 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 	*slot = r->userspace ? REDIRECT_SLOT_USERSPACE : r->slot;
 	/* Our hold socket closes with us: from here the verdict passes up what it holds. */
 	if (!r->userspace)
-		__atomic_store_n(&dataplane_gate(r->d->dp, r->slot, CLIENT)->hold_cookie, 0,
+		__atomic_store_n(&dataplane_gate(r->env->dp, r->slot, CLIENT)->hold_cookie, 0,
 				 __ATOMIC_RELEASE);
 	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
 		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
@@ -506,14 +505,14 @@ bool redirect_adopted(const struct redirect *r)
 	return r->adopted;
 }
 
-int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
+int redirect_adopt(struct redirect_env *env, struct listener *l, uint64_t id, uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd)
 {
 	struct vsockmap_gate *gate;
 	struct redirect *r;
 	int err, i;
 
-	r = redirect_new(d, l, id, client_fd, target_fd);
+	r = redirect_new(env, l, id, client_fd, target_fd);
 	if (!r)
 		return -ENOMEM;
 	r->adopted = true;
@@ -541,7 +540,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 		}
 	}
 	redirect_enter(r, REDIRECT_CONNECTED);
-	gate = dataplane_gate(d->dp, slot, CLIENT);
+	gate = dataplane_gate(env->dp, slot, CLIENT);
 	r->dir[CLIENT].held_taken = gate_held(gate);
 	/* The previous instance's hold socket closed with it: this one makes its own. */
 	__atomic_store_n(&gate->hold_cookie, 0, __ATOMIC_RELEASE);

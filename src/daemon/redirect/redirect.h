@@ -13,11 +13,14 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "redirect_table.h"
 #include "traffic.h"
 #include "vsockmap.h"
 
-struct daemon;
+struct daemon_config;
+struct dataplane;
 struct listener;
+struct passed_fds;
 struct redirect;
 
 /* The redirects' epoll set and its batch: one per daemon, written by redirect_events.c. */
@@ -42,6 +45,23 @@ struct redirect_loop {
 /* Empty, with the test knobs read from the environment. */
 void redirect_loop_init(struct redirect_loop *loop);
 
+/*
+ * What the daemon lends the layers below it: its listeners, their redirects and datagram
+ * forwarders see this and not struct daemon. One per daemon (struct daemon's env).
+ */
+struct redirect_env {
+	sd_event *event;
+	struct dataplane *dp;	 /* NULL: no kernel path, every redirect runs in user space */
+	char userspace_why[128]; /* why dp is NULL, for each listener's log line */
+	const struct daemon_config *cfg; /* the [daemon] settings, as the last reload left them */
+	struct passed_fds *passed;	 /* what systemd passed at start, until each is taken */
+	struct redirect_table redirects; /* live stream redirects, newest first, and their ids */
+	struct redirect_loop loop;	 /* their epoll set (redirect_events.c) */
+	uint64_t late_inserts;		 /* client bytes arrived while its socket entered the map */
+	bool handing_over;		 /* restarting: redirects settle, then go to the fd store */
+	bool stopping; /* stopping: redirects finish, then the loop exits (stop_drain.c) */
+};
+
 struct redirect_info {
 	uint64_t id;
 	const char *name;
@@ -59,7 +79,7 @@ struct redirect_info {
 };
 
 /* Take over an accepted client connection and dial the listener's target. */
-int redirect_start(struct daemon *d, struct listener *l, int client_fd);
+int redirect_start(struct redirect_env *env, struct listener *l, int client_fd);
 
 /* Close at once, without draining (daemon shutdown). */
 void redirect_free(struct redirect *r);
@@ -112,7 +132,7 @@ void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
-int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
+int redirect_adopt(struct redirect_env *env, struct listener *l, uint64_t id, uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd);
 
 #endif

@@ -25,7 +25,9 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "config.h"
+#include "redirect.h"
 #include "redirect_phase.h"
 #include "redirect_table.h"
 #include "listener.h"
@@ -114,7 +116,7 @@ struct direction {
 struct redirect {
 	struct redirect_table_entry live; /* in the table of live redirects (redirect_table.c) */
 	struct redirect *next_zombie;	 /* freed during a batch: free()d at its end */
-	struct daemon *d;
+	struct redirect_env *env;
 	struct listener *l;
 	uint64_t id;
 	struct endpoint ep[2];
@@ -173,7 +175,7 @@ static inline uint64_t loop_tick(struct redirect *r)
 {
 	uint64_t t;
 
-	return sd_event_now(r->d->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
+	return sd_event_now(r->env->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
 }
 
 /* ---- redirect.c ---- */

@@ -12,7 +12,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "daemon.h"
 #include "gate.h"
 #include "redirect_internal.h"
 #include "sockopt.h"

@@ -34,7 +34,7 @@ static bool at_limit(const struct listener *l)
 
 static void accepting(struct listener *l, bool on)
 {
-	if (l->io && !l->retired && !l->d->handing_over && !l->retry &&
+	if (l->io && !l->retired && !l->d->env.handing_over && !l->retry &&
 	    !(l->rc->once && l->accepted))
 		sd_event_source_set_enabled(l->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
@@ -81,7 +81,7 @@ static bool accept_failed(struct listener *l, int err)
 				 err, "[%s] accept on %s", l->rc->name, l->where);
 	}
 	/* Level-triggered: left enabled, the waiting connection would wake us at once again. */
-	if (!l->retry && sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
+	if (!l->retry && sd_event_add_time_relative(d->env.event, &l->retry, CLOCK_MONOTONIC,
 						    ACCEPT_RETRY_USEC, 0, accept_again, l) >= 0)
 		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
 	return false;
@@ -121,8 +121,8 @@ static bool slot_left(struct listener *l)
 	char listen[160];
 
 	/* Redirects carried in user space take no slot, but count toward the limit. */
-	if (l->d->redirects.n < l->d->cfg.daemon.max_redirects &&
-	    (!l->d->dp || l->userspace || !dataplane_slots_full(l->d->dp)))
+	if (l->d->env.redirects.n < l->d->cfg.daemon.max_redirects &&
+	    (!l->d->env.dp || l->userspace || !dataplane_slots_full(l->d->env.dp)))
 		return true;
 	l->refused++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
@@ -164,7 +164,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		}
 		socket_set_bufs(cfd, &l->rc->listen);
 		l->accepted++;
-		err = redirect_start(l->d, l, cfd); /* takes cfd */
+		err = redirect_start(&l->d->env, l, cfd); /* takes cfd */
 		if (err) {
 			l->failed++;
 			log_errno(LOG_WARNING, err, "[%s] closed a connection on %s", l->rc->name,
@@ -253,7 +253,7 @@ static void listener_close(struct listener *l)
 static bool unix_target_unhashed(const struct daemon *d, const struct redirect_config *rc)
 {
 	return rc->connect.kind == ADDRESS_UNIX_CONNECT && rc->listen.kind != ADDRESS_UNIX_RECV &&
-	       dataplane_features(d->dp)->shutdown_unhashes_peer;
+	       dataplane_features(d->env.dp)->shutdown_unhashes_peer;
 }
 
 int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
@@ -286,8 +286,8 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 	address_format(&rc->connect, target, sizeof(target));
 	snprintf(l->where, sizeof(l->where), "%s",
 		 address_has_file(&rc->listen) ? rc->listen.path : listen);
-	if (!d->dp)
-		listener_set_userspace(l, d->userspace_why);
+	if (!d->env.dp)
+		listener_set_userspace(l, d->env.userspace_why);
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
 	else if (unix_target_unhashed(d, rc) && d->cfg.daemon.datapath == DATAPATH_AUTO)
@@ -326,12 +326,12 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
-		err = dgram_forwarder_start(d, l, &l->dgram);
+		err = dgram_forwarder_start(&d->env, l, &l->dgram);
 		if (!err && !l->userspace && dgram_forwarder_userspace(l->dgram))
 			listener_set_userspace(l, "no spare datagram verdict left until the "
 						  "next restart");
 	} else
-		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
+		err = sd_event_add_io(d->env.event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
 		goto out_close;
@@ -461,7 +461,7 @@ static void listener_redirect_closed(struct listener *l, const struct traffic *m
 		accepting(l, true);
 	/* Exit status as socat's: 1 if the target could not be reached. */
 	if (l->rc->once && !l->live && l->accepted)
-		sd_event_exit(l->d->event, l->failed ? 1 : 0);
+		sd_event_exit(l->d->env.event, l->failed ? 1 : 0);
 	if (l->retired && !l->live)
 		free(l);
 }
