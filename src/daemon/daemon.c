@@ -86,7 +86,7 @@ static int open_listeners(struct daemon *d)
 	if (!d->listeners)
 		return -ENOMEM;
 	for (i = 0; i < d->cfg.n_redirects; i++) {
-		err = listener_open(d, &d->cfg.redirects[i], &d->listeners[i]);
+		err = listener_open(&d->env, &d->cfg.redirects[i], &d->listeners[i]);
 		if (err)
 			return err;
 		d->n_listeners++;

@@ -221,9 +221,9 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 			next[n++] = next[i];
 			continue;
 		}
-		ret = keep_fd[i] >= 0 ? listener_open_on(d, &d->cfg.redirects[i], keep_fd[i],
+		ret = keep_fd[i] >= 0 ? listener_open_on(&d->env, &d->cfg.redirects[i], keep_fd[i],
 							 keep_activated[i], &keep_file[i], &next[n])
-				      : listener_open(d, &d->cfg.redirects[i], &next[n]);
+				      : listener_open(&d->env, &d->cfg.redirects[i], &next[n]);
 		if (ret) {
 			if (!first_err)
 				snprintf(err, errlen, "[%s] %s: %s (the other sections are applied)",

@@ -12,7 +12,7 @@
 #include "socket_file.h"
 #include "traffic.h"
 
-struct daemon;
+struct redirect_env;
 struct dgram_forwarder;
 struct listener;
 
@@ -31,7 +31,7 @@ struct listener_ops {
 
 struct listener {
 	const struct listener_ops *ops;
-	struct daemon *d;
+	struct redirect_env *env;	  /* the daemon's part it sees (redirect.h) */
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */
 	bool retired;	  /* its section was removed: not listening, freed with its last redirect */
@@ -56,14 +56,15 @@ struct listener {
 };
 
 /* Open the section's socket (or take the one systemd passed) and serve it. */
-int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out);
+int listener_open(struct redirect_env *env, const struct redirect_config *rc,
+		  struct listener **out);
 
 /*
  * The same on a listening socket a removed section gave up (listener_give_socket()): fd,
  * whether systemd passed it, and its socket file. The socket is taken, also on failure.
  */
-int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
-		     const struct socket_file_id *file, struct listener **out);
+int listener_open_on(struct redirect_env *env, const struct redirect_config *rc, int fd,
+		     bool activated, const struct socket_file_id *file, struct listener **out);
 
 /*
  * A reload replaces l's section with one on the same listen address: l gives its listening
@@ -90,7 +91,7 @@ void listener_pause(struct listener *l);
  * longer configured, so they can be closed cleanly; target_kind: what their targets are.
  * NULL without memory.
  */
-struct listener *listener_placeholder(struct daemon *d, const char *section,
+struct listener *listener_placeholder(struct redirect_env *env, const char *section,
 				      enum address_kind target_kind);
 
 /* A reload changed max-children: accept again, or stop, as the new limit says. */

@@ -232,7 +232,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	l = find_listener(d, p.section);
 	if (!l) {
 		/* Its section left the configuration: adopt it to close it cleanly. */
-		l = listener_placeholder(d, p.section, target_kind(tfd));
+		l = listener_placeholder(&d->env, p.section, target_kind(tfd));
 		if (!l) {
 			safe_close(cfd);
 			safe_close(tfd);
