@@ -10,7 +10,6 @@
 
 #include "gate.h"
 #include "held_read.h"
-#include "listener.h"
 #include "log.h"
 #include "redirect.h"
 #include "redirect_internal.h"
@@ -23,7 +22,7 @@ static void close_on(struct redirect *r, enum redirect_event ev);
 
 const char *redirect_target_text(struct redirect *r, char *buf, size_t len)
 {
-	address_format(&r->l->rc->connect, buf, len);
+	address_format(&r->owner->rc->connect, buf, len);
 	return buf;
 }
 
@@ -50,7 +49,7 @@ static void log_vsock_discard(const struct redirect *r)
 {
 	int n;
 
-	if (r->l->conf.listen.kind != ADDRESS_VSOCK_LISTEN ||
+	if (r->owner->rc->listen.kind != ADDRESS_VSOCK_LISTEN ||
 	    !redirect_phase_stops_target(r->phase) || r->ep[CLIENT].fd < 0)
 		return;
 	n = socket_inq(r->ep[CLIENT].fd);
@@ -97,7 +96,7 @@ void redirect_free(struct redirect *r)
 	}
 	if (r->has_slot)
 		dataplane_slot_free(r->env->dp, r->slot);
-	r->l->ops->redirect_closed(r->l, &info.moved);
+	r->owner->ops->redirect_closed(r->owner->l, &info.moved);
 	if (!redirect_events_defer_free(r))
 		free(r);
 }
@@ -122,7 +121,7 @@ uint64_t redirect_progress_mark(const struct redirect *r)
 
 struct listener *redirect_listener(struct redirect *r)
 {
-	return r->l;
+	return r->owner->l;
 }
 
 static const char *redirect_state(struct redirect *r)
@@ -174,7 +173,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 
 	memset(info, 0, sizeof(*info));
 	info->id = r->id;
-	info->name = r->l->rc->name;
+	info->name = r->owner->rc->name;
 	info->state = redirect_state(r);
 	info->client = r->cred;
 	snprintf(info->comm, sizeof(info->comm), "%s", r->comm);
@@ -203,7 +202,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
 {
 	char target[160];
 
-	r->l->ops->redirect_failed(r->l);
+	r->owner->ops->redirect_failed(r->owner->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     redirect_target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
 	redirect_free(r);
@@ -227,7 +226,7 @@ static int link_pair(struct redirect *r)
 		if (err)
 			return err;
 		/* sndbuf= on the address wins (socket_set_bufs()). */
-		if (!(i == CLIENT ? r->l->rc->listen.sndbuf : r->l->rc->connect.sndbuf))
+		if (!(i == CLIENT ? r->owner->rc->listen.sndbuf : r->owner->rc->connect.sndbuf))
 			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	}
 	if (r->userspace)
@@ -246,7 +245,7 @@ static int link_pair(struct redirect *r)
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
 	err = dataplane_add_destination(env->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
-	if (r->l->ops->target_refused(r->l, err)) {
+	if (r->owner->ops->target_refused(r->owner->l, err)) {
 		dataplane_unlink(env->dp, r->ep[CLIENT].cookie);
 		r->linked = false;
 		r->userspace = true;
@@ -374,7 +373,8 @@ static void read_client_identity(struct redirect *r)
 }
 
 /* A redirect on the daemon's list, owning both fds (closed here without memory). */
-static struct redirect *redirect_new(struct redirect_env *env, struct listener *l, uint64_t id,
+static struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
+				     bool userspace, uint64_t id,
 				     int client_fd, int target_fd)
 {
 	struct redirect *r;
@@ -387,9 +387,9 @@ static struct redirect *redirect_new(struct redirect_env *env, struct listener *
 		return NULL;
 	}
 	r->env = env;
-	r->l = l;
+	r->owner = owner;
 	r->id = id;
-	r->userspace = l->userspace;
+	r->userspace = userspace;
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = target_fd;
@@ -399,21 +399,23 @@ static struct redirect *redirect_new(struct redirect_env *env, struct listener *
 		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
 	}
 	redirect_table_add(&env->redirects, &r->live, r, id);
-	l->ops->redirect_opened(l);
+	owner->ops->redirect_opened(owner->l);
 	read_client_identity(r);
 	return r;
 }
 
-int redirect_start(struct redirect_env *env, struct listener *l, int client_fd)
+int redirect_start(struct redirect_env *env, const struct redirect_owner *owner, bool userspace,
+		   int client_fd)
 {
 	struct redirect *r;
 	int in_progress, err;
 
-	r = redirect_new(env, l, redirect_table_new_id(&env->redirects), client_fd, -1);
+	r = redirect_new(env, owner, userspace, redirect_table_new_id(&env->redirects), client_fd,
+			 -1);
 	if (!r)
 		return -ENOMEM;
 	r->ep[TARGET].fd =
-	    timed_connect_start(&r->connect, &l->rc->connect, env->cfg->connect_timeout_ms,
+	    timed_connect_start(&r->connect, &owner->rc->connect, env->cfg->connect_timeout_ms,
 				r->started_usec, &in_progress);
 	if (r->ep[TARGET].fd < 0) {
 		err = r->ep[TARGET].fd;
@@ -505,14 +507,16 @@ bool redirect_adopted(const struct redirect *r)
 	return r->adopted;
 }
 
-int redirect_adopt(struct redirect_env *env, struct listener *l, uint64_t id, uint32_t slot,
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
+		   uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd)
 {
 	struct vsockmap_gate *gate;
 	struct redirect *r;
 	int err, i;
 
-	r = redirect_new(env, l, id, client_fd, target_fd);
+	/* userspace: set below, from how the previous instance carried it */
+	r = redirect_new(env, owner, false, id, client_fd, target_fd);
 	if (!r)
 		return -ENOMEM;
 	r->adopted = true;

@@ -18,6 +18,7 @@
 #include "vsockmap.h"
 
 struct daemon_config;
+struct redirect_config;
 struct dataplane;
 struct listener;
 struct passed_fds;
@@ -62,6 +63,29 @@ struct redirect_env {
 	bool stopping; /* stopping: redirects finish, then the loop exits (stop_drain.c) */
 };
 
+/*
+ * What a listener's redirects and datagram forwarder tell it: the calls up, as a table the
+ * listener hands down (listener.c fills it), so that redirect/ never calls listener.c.
+ */
+struct listener_ops {
+	void (*redirect_opened)(struct listener *l);
+	void (*redirect_failed)(struct listener *l);
+	void (*redirect_closed)(struct listener *l, const struct traffic *moved);
+	/* err from adding a target to the sockhash: true if the redirect should run in user
+	 * space instead (EOPNOTSUPP, datapath=auto); the listener's later ones do too. */
+	bool (*target_refused)(struct listener *l, int err);
+};
+
+/*
+ * What a listener hands its redirects and its datagram forwarder, for as long as they live
+ * (it outlives them): its section, the calls up, and itself, only passed back in those calls.
+ */
+struct redirect_owner {
+	struct listener *l;
+	const struct redirect_config *rc;
+	const struct listener_ops *ops;
+};
+
 struct redirect_info {
 	uint64_t id;
 	const char *name;
@@ -78,8 +102,10 @@ struct redirect_info {
 	int64_t client_rcvq_bytes;    /* SIOCINQ of the client socket; -1 if unknown */
 };
 
-/* Take over an accepted client connection and dial the listener's target. */
-int redirect_start(struct redirect_env *env, struct listener *l, int client_fd);
+/* Take over an accepted client connection and dial the owner's target; userspace: the daemon
+ * carries both ways (no sockhash). */
+int redirect_start(struct redirect_env *env, const struct redirect_owner *owner, bool userspace,
+		   int client_fd);
 
 /* Close at once, without draining (daemon shutdown). */
 void redirect_free(struct redirect *r);
@@ -132,7 +158,7 @@ void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
-int redirect_adopt(struct redirect_env *env, struct listener *l, uint64_t id, uint32_t slot,
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id, uint32_t slot,
 		   unsigned int half, int client_fd, int target_fd);
 
 #endif

@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "listener.h"
 #include "log.h"
 #include "redirect_internal.h"
 #include "util.h"

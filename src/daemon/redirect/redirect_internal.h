@@ -30,7 +30,6 @@
 #include "redirect.h"
 #include "redirect_phase.h"
 #include "redirect_table.h"
-#include "listener.h"
 #include "target_connect.h"
 #include "log.h"
 #include "util.h"
@@ -117,7 +116,7 @@ struct redirect {
 	struct redirect_table_entry live; /* in the table of live redirects (redirect_table.c) */
 	struct redirect *next_zombie;	 /* freed during a batch: free()d at its end */
 	struct redirect_env *env;
-	struct listener *l;
+	const struct redirect_owner *owner; /* its listener */
 	uint64_t id;
 	struct endpoint ep[2];
 	struct direction dir[VSOCKMAP_NR_DIRS]; /* indexed by source endpoint */
@@ -146,13 +145,13 @@ struct redirect {
  */
 #define redirect_log(r, level, fmt, ...)                                                           \
 	log_fields(level, REDIRECT_LOG_CTX(r), "[%s] redirect %" PRIu64 ": " fmt,                  \
-		   (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+		   (r)->owner->rc->name, (r)->id, ##__VA_ARGS__)
 /* Same, appending ": strerror(err)" and ERRNO=. */
 #define redirect_log_errno(r, level, err, fmt, ...)                                                \
 	log_fields_errno(level, REDIRECT_LOG_CTX(r), err, "[%s] redirect %" PRIu64 ": " fmt,       \
-			 (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+			 (r)->owner->rc->name, (r)->id, ##__VA_ARGS__)
 #define REDIRECT_LOG_CTX(r)                                                                        \
-	LOG_CTX(.redirect = (r)->l->rc->name, .redirect_id = (r)->id, .client_pid = (r)->cred.pid)
+	LOG_CTX(.redirect = (r)->owner->rc->name, .redirect_id = (r)->id, .client_pid = (r)->cred.pid)
 
 /* Bytes read from the source and not yet written to the destination. */
 static inline bool dir_pending(const struct direction *dir)

@@ -25,7 +25,7 @@
 static bool insert_takes_queued(const struct redirect *r, const struct direction *dir)
 {
 	return dataplane_features(r->env->dp)->insert_takes_queued &&
-	       r->l->conf.listen.kind == ADDRESS_UNIX_LISTEN && dir->buf_off == dir->buf_len &&
+	       r->owner->rc->listen.kind == ADDRESS_UNIX_LISTEN && dir->buf_off == dir->buf_len &&
 	       !dir_injecting(dir);
 }
 
@@ -620,7 +620,7 @@ void dir_drain(struct redirect *r, int src)
 	 * half-close before their close.
 	 */
 	if (!dst->hup &&
-	    !(r->dir[1 - src].state == DIR_DONE && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
+	    !(r->dir[1 - src].state == DIR_DONE && r->owner->rc->connect.kind == ADDRESS_UNIX_CONNECT))
 		shutdown(dst->fd, SHUT_WR);
 	dir_enter(r, src, DIR_FINISHED);
 	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",

@@ -30,7 +30,7 @@
 
 static bool is_tcp(const struct redirect *r, int i)
 {
-	const struct redirect_config *rc = r->l->rc;
+	const struct redirect_config *rc = r->owner->rc;
 
 	return i == TARGET ? rc->connect.kind == ADDRESS_TCP_CONNECT
 			   : rc->listen.kind == ADDRESS_TCP_LISTEN;

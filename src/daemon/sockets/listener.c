@@ -164,7 +164,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		}
 		socket_set_bufs(cfd, &l->rc->listen);
 		l->accepted++;
-		err = redirect_start(l->env, l, cfd); /* takes cfd */
+		err = redirect_start(l->env, &l->owner, l->userspace, cfd); /* takes cfd */
 		if (err) {
 			l->failed++;
 			log_errno(LOG_WARNING, err, "[%s] closed a connection on %s", l->rc->name,
@@ -277,10 +277,10 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 			safe_close(fd);
 		return -ENOMEM;
 	}
-	l->ops = &listener_ops;
 	l->env = env;
 	l->conf = *rc;
 	l->rc = &l->conf;
+	l->owner = (struct redirect_owner){.l = l, .rc = l->rc, .ops = &listener_ops};
 	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
@@ -326,7 +326,7 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
-		err = dgram_forwarder_start(env, l, &l->dgram);
+		err = dgram_forwarder_start(env, &l->owner, l->fd, l->activated, l->userspace, &l->dgram);
 		if (!err && !l->userspace && dgram_forwarder_userspace(l->dgram))
 			listener_set_userspace(l, "no spare datagram verdict left until the "
 						  "next restart");
@@ -423,11 +423,11 @@ struct listener *listener_placeholder(struct redirect_env *env, const char *sect
 
 	if (!l)
 		return NULL;
-	l->ops = &listener_ops;
 	l->env = env;
 	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
 	l->conf.connect.kind = target_kind; /* the unix target's half-close rule */
 	l->rc = &l->conf;
+	l->owner = (struct redirect_owner){.l = l, .rc = l->rc, .ops = &listener_ops};
 	l->fd = -1;
 	l->retired = true;
 	return l;

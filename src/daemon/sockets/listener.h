@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "redirect.h"
 #include "socket_file.h"
 #include "traffic.h"
 
@@ -16,21 +17,8 @@ struct redirect_env;
 struct dgram_forwarder;
 struct listener;
 
-/*
- * What a listener's redirects and datagram forwarder tell it: the calls up, as a table the
- * listener hands down (listener.c fills it), so that redirect/ never calls listener.c.
- */
-struct listener_ops {
-	void (*redirect_opened)(struct listener *l);
-	void (*redirect_failed)(struct listener *l);
-	void (*redirect_closed)(struct listener *l, const struct traffic *moved);
-	/* err from adding a target to the sockhash: true if the redirect should run in user
-	 * space instead (EOPNOTSUPP, datapath=auto); the listener's later ones do too. */
-	bool (*target_refused)(struct listener *l, int err);
-};
-
 struct listener {
-	const struct listener_ops *ops;
+	struct redirect_owner owner; /* handed to its redirects and its forwarder */
 	struct redirect_env *env;	  /* the daemon's part it sees (redirect.h) */
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */

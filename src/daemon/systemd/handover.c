@@ -239,7 +239,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 			return -ENOMEM;
 		}
 	}
-	return redirect_adopt(&d->env, l, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
+	return redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
 }
 
 /* "vsm-probe.N": kept for the sockets of the instance that made it (see the top). */
