@@ -122,10 +122,12 @@ def circles(graph):
 
 def check(src_tree, out_tree):
     """Print the circles in one program; its number of modules and of circles (None: no objects)."""
-    objs = sorted(glob.glob(f"{out_tree}/**/*.o", recursive=True))
+    files = sorted(glob.glob(f"{src_tree}/**/*.[ch]", recursive=True))
+    # the objects of today's sources: one left by a file since moved or removed is not drawn
+    objs = [o for o in sorted(glob.glob(f"{out_tree}/**/*.o", recursive=True))
+            if os.path.join(src_tree, os.path.relpath(o, out_tree))[:-2] + ".c" in files]
     if not objs:
         return 0, None
-    files = sorted(glob.glob(f"{src_tree}/**/*.[ch]", recursive=True))
     includes = read_includes(files)
     mod = modules_of(files, includes)
     arrows = collections.defaultdict(set)
