@@ -27,7 +27,7 @@
 #include "log.h"
 #include "redirect.h"
 #include "reload.h"
-#include "traffic.h"
+#include "traffic_total.h"
 #include "util.h"
 
 #define LOCKDOWN_PATH "/sys/kernel/security/lockdown"

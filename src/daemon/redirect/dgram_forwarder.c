@@ -150,8 +150,8 @@ static void dial(struct dgram_forwarder *f)
 	int in_progress, err;
 
 	f->target_fd =
-	    timed_connect_start(&f->connect, &f->owner->rc->connect, f->env->cfg->connect_timeout_ms,
-				now_usec(), &in_progress);
+	    timed_connect_start(&f->connect, &f->owner->rc->connect,
+				f->env->cfg->connect_timeout_ms, now_usec(), &in_progress);
 	if (f->target_fd < 0) {
 		err = f->target_fd;
 		f->target_fd = -1;
@@ -290,7 +290,8 @@ static void report_dropped(struct dgram_forwarder *f)
 		return;
 	log_warn("[%s] %" PRIu64 " datagrams dropped: more than %" PRIu64 " were held for the "
 		 "seqpacket target, the most whose bounds the kernel records",
-		 f->owner->rc->name, (uint64_t)(c.dropped_packets - f->dropped_logged), dgram_plane_held_max(f->gp));
+		 f->owner->rc->name, (uint64_t)(c.dropped_packets - f->dropped_logged),
+		 dgram_plane_held_max(f->gp));
 	f->dropped_logged = c.dropped_packets;
 }
 
@@ -324,7 +325,8 @@ static void sync_held(struct dgram_forwarder *f)
 		if (n == -EAGAIN)
 			break;
 		if (n != -EINPROGRESS)
-			log_errno(LOG_WARNING, n, "[%s] reading held datagrams", f->owner->rc->name);
+			log_errno(LOG_WARNING, n, "[%s] reading held datagrams",
+				  f->owner->rc->name);
 		/* Counted, about to be queued (or a transient error): look again in a moment. */
 		set_timer(f, now_usec() + (n == -EINPROGRESS ? USEC_PER_MSEC : BACKOFF_MIN_USEC));
 		return;
@@ -373,8 +375,8 @@ static void on_connected(struct dgram_forwarder *f)
 		return;
 	}
 	if (f->failures)
-		log_notice("[%s] connected to %s again after %u failed attempts", f->owner->rc->name,
-			   target_name(f, target, sizeof(target)), f->failures);
+		log_notice("[%s] connected to %s again after %u failed attempts",
+			   f->owner->rc->name, target_name(f, target, sizeof(target)), f->failures);
 	f->failures = 0;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
 	f->state = DG_SYNC;
@@ -448,8 +450,7 @@ static int kernel_start(struct dgram_forwarder *f)
 	}
 	if (err) {
 		f->gp = NULL;
-		return log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program",
-				 rc->name);
+		return log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", rc->name);
 	}
 	f->slot = dgram_plane_slot(f->gp);
 	f->gate = dataplane_gate(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);

@@ -374,8 +374,7 @@ static void read_client_identity(struct redirect *r)
 
 /* A redirect on the daemon's list, owning both fds (closed here without memory). */
 static struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
-				     bool userspace, uint64_t id,
-				     int client_fd, int target_fd)
+				     bool userspace, uint64_t id, int client_fd, int target_fd)
 {
 	struct redirect *r;
 	int i;
@@ -508,8 +507,7 @@ bool redirect_adopted(const struct redirect *r)
 }
 
 int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
-		   uint32_t slot,
-		   unsigned int half, int client_fd, int target_fd)
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd)
 {
 	struct vsockmap_gate *gate;
 	struct redirect *r;

@@ -158,7 +158,7 @@ void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
-int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id, uint32_t slot,
-		   unsigned int half, int client_fd, int target_fd);
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd);
 
 #endif

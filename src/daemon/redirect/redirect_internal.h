@@ -151,7 +151,8 @@ struct redirect {
 	log_fields_errno(level, REDIRECT_LOG_CTX(r), err, "[%s] redirect %" PRIu64 ": " fmt,       \
 			 (r)->owner->rc->name, (r)->id, ##__VA_ARGS__)
 #define REDIRECT_LOG_CTX(r)                                                                        \
-	LOG_CTX(.redirect = (r)->owner->rc->name, .redirect_id = (r)->id, .client_pid = (r)->cred.pid)
+	LOG_CTX(.redirect = (r)->owner->rc->name, .redirect_id = (r)->id,                          \
+		.client_pid = (r)->cred.pid)
 
 /* Bytes read from the source and not yet written to the destination. */
 static inline bool dir_pending(const struct direction *dir)

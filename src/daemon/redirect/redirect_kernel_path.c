@@ -619,8 +619,8 @@ void dir_drain(struct redirect *r, int src)
 	 * its EOF from the close (one wakeup, not two). Other targets keep the explicit
 	 * half-close before their close.
 	 */
-	if (!dst->hup &&
-	    !(r->dir[1 - src].state == DIR_DONE && r->owner->rc->connect.kind == ADDRESS_UNIX_CONNECT))
+	if (!dst->hup && !(r->dir[1 - src].state == DIR_DONE &&
+			   r->owner->rc->connect.kind == ADDRESS_UNIX_CONNECT))
 		shutdown(dst->fd, SHUT_WR);
 	dir_enter(r, src, DIR_FINISHED);
 	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",

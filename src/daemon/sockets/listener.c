@@ -326,7 +326,8 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
-		err = dgram_forwarder_start(env, &l->owner, l->fd, l->activated, l->userspace, &l->dgram);
+		err = dgram_forwarder_start(env, &l->owner, l->fd, l->activated, l->userspace,
+					    &l->dgram);
 		if (!err && !l->userspace && dgram_forwarder_userspace(l->dgram))
 			listener_set_userspace(l, "no spare datagram verdict left until the "
 						  "next restart");

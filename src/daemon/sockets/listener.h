@@ -18,7 +18,7 @@ struct dgram_forwarder;
 struct listener;
 
 struct listener {
-	struct redirect_owner owner; /* handed to its redirects and its forwarder */
+	struct redirect_owner owner;	  /* handed to its redirects and its forwarder */
 	struct redirect_env *env;	  /* the daemon's part it sees (redirect.h) */
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */

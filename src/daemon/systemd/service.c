@@ -9,7 +9,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "service.h"
-#include "traffic.h"
+#include "traffic_total.h"
 #include "util.h"
 
 

@@ -7,7 +7,7 @@
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "redirect.h"
-#include "traffic.h"
+#include "traffic_total.h"
 
 static size_t listener_index(const struct daemon *d, const struct listener *l)
 {
