@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "idle_sweep.h"
 #include "log.h"
 #include "redirect.h"

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "daemon_state.h"
 #include "fd_limit.h"
 #include "idle_sweep.h"
 #include "listener.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "daemon.h"
+#include "daemon_state.h"
 #include "log.h"
 #include "redirect.h"
 #include "source_watch.h"

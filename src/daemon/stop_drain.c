@@ -4,7 +4,7 @@
 #include <systemd/sd-event.h>
 
 #include "bpf_dataplane.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "log.h"

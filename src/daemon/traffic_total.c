@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "redirect.h"

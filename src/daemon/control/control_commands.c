@@ -17,11 +17,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "bpf_dataplane.h"
 #include "bpf_object_id.h"
 #include "control_commands.h"
 #include "control_proto.h"
 #include "control_server.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "log.h"

@@ -51,9 +51,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "bpf_dataplane.h"
 #include "bpf_object_id.h"
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "fd_carrier.h"
 #include "handover.h"
 #include "listener.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "log.h"
 #include "service.h"
 #include "traffic_total.h"
