@@ -13,7 +13,6 @@
 #include "socket_file.h"
 #include "traffic.h"
 
-struct redirect_env;
 struct dgram_forwarder;
 struct listener;
 
@@ -35,7 +34,7 @@ struct listener {
 	char where[160];	       /* for the log: its path, or VSOCK-LISTEN:PORT etc. */
 	char userspace_why[160];
 	sd_event_source *retry; /* accepting again after running out of file descriptors */
-	/* Written by listener.c alone; redirects report through listener_redirect_*(). */
+	/* Written by listener.c alone; redirects report through owner.ops (listener_ops). */
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */
 	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */

@@ -13,8 +13,6 @@
 
 #include "redirect.h"
 
-struct daemon;
-struct listener;
 struct dgram_forwarder;
 
 /* Forward the datagrams of the owner's socket fd (activated: passed by systemd) to its target;

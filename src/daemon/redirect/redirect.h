@@ -48,7 +48,7 @@ void redirect_loop_init(struct redirect_loop *loop);
 
 /*
  * What the daemon lends the layers below it: its listeners, their redirects and datagram
- * forwarders see this and not struct daemon. One per daemon (struct daemon's env).
+ * forwarders see this and not struct daemon. One per daemon (d->env, daemon_state.h).
  */
 struct redirect_env {
 	sd_event *event;
