@@ -22,8 +22,8 @@ CFLAGS		?= -O2 -g
 WARNINGS	:= -Wall -Wextra -Werror=implicit-function-declaration -Wshadow -Wformat=2
 # src/common: shared by the daemon, the CLI and the tests; src/daemon (its subfolders by
 # job) and src/ctl: one program each. Headers are included by name.
-SRC_DIRS	:= src/common src/ctl src/daemon src/daemon/dataplane src/daemon/redirect \
-		   src/daemon/sockets src/daemon/systemd src/daemon/control
+SRC_DIRS	:= src/common src/ctl src/daemon src/daemon/listener src/daemon/redirect \
+		   src/daemon/dataplane src/daemon/sockets src/daemon/systemd src/daemon/control
 SRC_INCLUDES	:= $(addprefix -I,$(SRC_DIRS))
 override CFLAGS	+= $(WARNINGS) -std=gnu11 -D_GNU_SOURCE -Iinclude -I$(OUTPUT) $(SRC_INCLUDES) \
 		   $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null) -MMD -MP

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Static analysis (make lint): cppcheck and clang-tidy over src/ (all its folders) and tests/fuzz/,
-# and no loop of calls between the modules of the daemon or of the CLI (scripts/module-cycles.py). clang-tidy's
+# and no circle of includes or calls between the modules of the daemon or of the CLI
+# (scripts/module-cycles.py). clang-tidy's
 # configuration is .clang-tidy (each disabled check says why); the few findings that are
 # false positives carry an inline NOLINT or cppcheck-suppress with the reason. cppcheck runs
 # the warning, performance and portability checks; its style checks are off because most of
@@ -36,8 +37,14 @@ echo "== clang-tidy $(clang-tidy --version | sed -n 's/.*version \([0-9.]*\).*/\
 # Findings in .output/ are in the skeleton bpftool generates (a leak the analyzer imagines on
 # an error path of vsockmap_bpf__open_opts()), not in our code.
 clang-tidy --quiet "${sources[@]}" -- "${flags[@]}" "${pkg_flags[@]}" >"$out/clang-tidy.log" 2>&1
+tidy_rc=$?
 findings=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$out/clang-tidy.log" | grep -v '/\.output/\|^\.output/')
-if [[ -n $findings ]]; then
+if ((tidy_rc >= 128)); then
+	# killed by a signal (a crash): it did not look at every file, whatever it printed
+	cat "$out/clang-tidy.log"
+	echo "not ok clang-tidy: exited with status $tidy_rc"
+	failed=$((failed + 1))
+elif [[ -n $findings ]]; then
 	cat "$out/clang-tidy.log"
 	echo "not ok clang-tidy: $(wc -l <<<"$findings") findings above"
 	failed=$((failed + 1))
@@ -45,13 +52,13 @@ else
 	echo "ok clang-tidy: ${#sources[@]} files clean (.clang-tidy)"
 	passed=$((passed + 1))
 fi
-echo "== module calls (scripts/module-cycles.py)"
+echo "== module includes and calls (scripts/module-cycles.py)"
 if cycles=$(python3 scripts/module-cycles.py 2>&1); then
 	echo "ok module-cycles: $(tail -n1 <<<"$cycles")"
 	passed=$((passed + 1))
 else
 	echo "$cycles"
-	echo "not ok module-cycles: a module calls back into one that calls it"
+	echo "not ok module-cycles: a module includes or calls back into one that uses it"
 	failed=$((failed + 1))
 fi
 echo "$passed passed, $failed failed"

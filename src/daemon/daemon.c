@@ -35,16 +35,16 @@
 static void begin_stop(struct daemon *d)
 {
 	if (!stop_drain_start(d))
-		sd_event_exit(d->event, 0);
+		sd_event_exit(d->env.event, 0);
 }
 
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
 
-	if (d->handing_over)
+	if (d->env.handing_over)
 		return 0; /* already on its way out */
-	if (d->stopping) {
+	if (d->env.stopping) {
 		log_notice("received %s again: closing the remaining redirects now",
 			   strsignal(si->ssi_signo));
 		return sd_event_exit(sd_event_source_get_event(s), 0);
@@ -86,7 +86,7 @@ static int open_listeners(struct daemon *d)
 	if (!d->listeners)
 		return -ENOMEM;
 	for (i = 0; i < d->cfg.n_redirects; i++) {
-		err = listener_open(d, &d->cfg.redirects[i], &d->listeners[i]);
+		err = listener_open(&d->env, &d->cfg.redirects[i], &d->listeners[i]);
 		if (err)
 			return err;
 		d->n_listeners++;
@@ -101,7 +101,7 @@ static int open_listeners(struct daemon *d)
 
 static void log_datapath(struct daemon *d)
 {
-	const struct dataplane_features *f = dataplane_features(d->dp);
+	const struct dataplane_features *f = dataplane_features(d->env.dp);
 	struct utsname uts = {};
 
 	uname(&uts);
@@ -147,7 +147,7 @@ static void load_dgram_verdicts(struct daemon *d)
 	for (i = 0; i < d->cfg.n_redirects; i++)
 		if (d->cfg.redirects[i].listen.kind == ADDRESS_UNIX_RECV)
 			n++;
-	err = dataplane_dgram_spares_fill(d->dp, n);
+	err = dataplane_dgram_spares_fill(d->env.dp, n);
 	if (err)
 		log_errno(LOG_WARNING, err, "loading the datagram verdicts");
 }
@@ -162,30 +162,31 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	int err;
 
 	if (mode == DATAPATH_USERSPACE) {
-		snprintf(d->userspace_why, sizeof(d->userspace_why), "datapath=userspace");
+		snprintf(d->env.userspace_why, sizeof(d->env.userspace_why), "datapath=userspace");
 		log_info("data path: user space (datapath=userspace)");
 		return 0;
 	}
 	/* On top of the maps a previous instance stored, if any (handover.c). */
-	err = dataplane_open(&d->dp, opts->drain_mode, d->cfg.daemon.fastpath == FASTPATH_PERMANENT,
+	err = dataplane_open(&d->env.dp, opts->drain_mode,
+			     d->cfg.daemon.fastpath == FASTPATH_PERMANENT,
 			     &(struct dataplane_stored_maps){.fd = handover_map_fd, .ctx = d});
-	err = err ?: handover_reserve_slots(d, dataplane_slot_reserve_cb, d->dp);
+	err = err ?: handover_reserve_slots(d, dataplane_slot_reserve_cb, d->env.dp);
 	if (!err) {
-		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
+		dataplane_set_slot_limit(d->env.dp, d->cfg.daemon.max_redirects);
 		log_datapath(d);
 		load_dgram_verdicts(d);
 		return 0;
 	}
-	dataplane_close(d->dp);
-	d->dp = NULL;
+	dataplane_close(d->env.dp);
+	d->env.dp = NULL;
 	if (mode == DATAPATH_KERNEL || opts->drain_mode == DRAIN_ITERATOR ||
 	    opts->drain_mode == DRAIN_PROBE)
 		return err;
-	snprintf(d->userspace_why, sizeof(d->userspace_why), "the BPF object did not load: %s",
-		 strerror(-err));
+	snprintf(d->env.userspace_why, sizeof(d->env.userspace_why),
+		 "the BPF object did not load: %s", strerror(-err));
 	log_notice("data path: user space, for every redirect: %s (datapath=kernel would make "
 		   "this fatal)",
-		   d->userspace_why);
+		   d->env.userspace_why);
 	return 0;
 }
 
@@ -254,9 +255,9 @@ static int drop_privileges(struct daemon *d)
 	uint64_t kept;
 	int err;
 
-	if (d->dp)
-		dataplane_dgram_seal(d->dp);
-	err = privileges_drop(privileges_needed(&d->cfg, d->dp != NULL), &kept);
+	if (d->env.dp)
+		dataplane_dgram_seal(d->env.dp);
+	err = privileges_drop(privileges_needed(&d->cfg, d->env.dp != NULL), &kept);
 	if (err)
 		return log_errno(LOG_ERR, err, "dropping capabilities");
 	privileges_format(kept, names, sizeof(names));
@@ -271,7 +272,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	redirect_loop_init(&d->redirect_loop);
+	redirect_loop_init(&d->env.loop);
+	d->env.cfg = &d->cfg.daemon; /* a reload replaces d->cfg in place */
+	d->env.passed = &d->passed;
 	fd_spare_init(); /* without it, running out of descriptors only pauses accepting */
 	d->started_usec = now_usec();
 	err = load_config(d, opts, err_text, sizeof(err_text));
@@ -303,7 +306,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = socket_activation_check(&d->passed, &d->cfg);
 	if (err)
 		goto out;
-	err = sd_event_default(&d->event);
+	err = sd_event_default(&d->env.event);
 	if (err < 0)
 		goto out;
 	sigemptyset(&mask);
@@ -312,9 +315,9 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	err = sd_event_add_signal(d->event, NULL, SIGTERM, on_signal, d);
-	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGINT, on_signal, d);
-	err = err < 0 ? err : sd_event_add_signal(d->event, NULL, SIGHUP, on_sighup, d);
+	err = sd_event_add_signal(d->env.event, NULL, SIGTERM, on_signal, d);
+	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGINT, on_signal, d);
+	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGHUP, on_sighup, d);
 	if (err < 0)
 		goto out;
 	err = open_dataplane(d, opts);
@@ -326,8 +329,8 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		goto out;
 	/* The command line has none unless asked: two socat replacements must not clash. */
 	err = d->cfg.daemon.control_path[0]
-		  ? control_server_open(d->event, d->cfg.daemon.control_path, CONTROL_SOCKET_MODE,
-					&control_commands, d, &d->control)
+		  ? control_server_open(d->env.event, d->cfg.daemon.control_path,
+					CONTROL_SOCKET_MODE, &control_commands, d, &d->control)
 		  : 0;
 	if (err)
 		goto out;
@@ -356,11 +359,12 @@ int daemon_run(struct daemon *d)
 {
 	/* Every listener and the control socket are up: clients may connect from now on. */
 	service_notify_ready(d);
-	return sd_event_loop(d->event);
+	return sd_event_loop(d->env.event);
 }
 
 void daemon_stop(struct daemon *d)
 {
+	struct redirect *r;
 	size_t i;
 
 	service_stop(d);
@@ -368,26 +372,26 @@ void daemon_stop(struct daemon *d)
 	source_watch_stop(d);
 	handover_release(d);
 	passed_fds_release(&d->passed);
-	if (d->late_inserts)
+	if (d->env.late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
 			 "those bytes followed the next write or EOF",
-			 d->late_inserts);
+			 d->env.late_inserts);
 	control_server_close(d->control);
 	d->control = NULL;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_retire(d->listeners[i]);
-	while (d->redirects)
-		redirect_free(d->redirects); /* frees retired listeners with their last one */
+	while ((r = redirect_table_first(&d->env.redirects)))
+		redirect_free(r); /* frees retired listeners with their last one */
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;
 	handover_close_probe_links(d);
 	handover_forget_question(d);
-	if (d->dp)
-		dataplane_dgram_spares_close(d->dp);
-	dataplane_close(d->dp);
-	d->dp = NULL;
-	d->event = sd_event_unref(d->event);
+	if (d->env.dp)
+		dataplane_dgram_spares_close(d->env.dp);
+	dataplane_close(d->env.dp);
+	d->env.dp = NULL;
+	d->env.event = sd_event_unref(d->env.event);
 	fd_spare_fini();
 	config_free(&d->cfg);
 }

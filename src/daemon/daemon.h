@@ -1,56 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The daemon's state: config, kernel data path, listeners, live redirects, event loop. */
+/* vsockmapd's start, run and stop (daemon.c), with the options of its command line. */
 #ifndef VSOCKMAP_DAEMON_H
 #define VSOCKMAP_DAEMON_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <systemd/sd-event.h>
-
 #include "bpf_dataplane.h"
 #include "config.h"
-#include "handover.h"
-#include "passed_fds.h"
-#include "redirect.h"
-
-struct listener;
-struct redirect;
-struct control_server;
-
-/* A stop under way (stop_drain.c). */
-struct stop_state {
-	uint64_t deadline;  /* give up on what is left then */
-	uint64_t mark;	    /* the progress mark at the last look */
-	uint64_t next_look; /* when to take the next one */
-	uint64_t epoch;	    /* the queue iterator's pass count when the stop began */
-};
-
-struct daemon {
-	sd_event *event;
-	struct config cfg;
-	struct dataplane *dp;	     /* NULL: no kernel path, every redirect runs in user space */
-	char userspace_why[128];     /* why dp is NULL, for each listener's log line */
-	struct listener **listeners; /* in configuration order */
-	size_t n_listeners;
-	struct redirect *redirects;	    /* live stream redirects, newest first */
-	struct redirect_loop redirect_loop; /* their epoll set (redirect_events.c) */
-	size_t n_redirects;
-	uint64_t next_id;
-	struct control_server *control;
-	uint64_t started_usec;
-	uint64_t late_inserts; /* client bytes arrived while its socket entered the map */
-	bool handing_over;     /* restarting: redirects settle, then go to the fd store */
-	bool stopping;	       /* stopping: redirects finish, then the loop exits (stop_drain.c) */
-	struct stop_state stop;
-	struct handover_state handover;
-	struct passed_fds passed; /* what systemd passed at start, until each is taken */
-	struct {
-		sd_event_source *status_timer; /* STATUS= refresh (service.c) */
-		char last_status[160];	       /* the STATUS= text last sent */
-	} service;
-	sd_event_source *idle_timer; /* idle-timeout= checks (idle_sweep.c) */
-	sd_event_source *source_watch; /* kernel-path clients still mapped? (source_watch.c) */
-};
+#include "daemon_state.h"
 
 struct daemon_options {
 	const char *config_path;
@@ -68,11 +23,5 @@ struct daemon_options {
 int daemon_start(struct daemon *d, const struct daemon_options *opts);
 int daemon_run(struct daemon *d);
 void daemon_stop(struct daemon *d);
-
-/* Redirect ids: 1, 2, ... (a restart carries on from the largest taken back). */
-static inline uint64_t daemon_next_id(struct daemon *d)
-{
-	return ++d->next_id;
-}
 
 #endif

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "idle_sweep.h"
 #include "log.h"
 #include "redirect.h"
@@ -30,7 +30,7 @@ static int on_idle_check(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now = now_usec();
 	struct redirect *r, *next;
 
-	for (r = d->redirects; r; r = next) {
+	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
 		redirect_idle_check(r, now, timeout);
 	}
@@ -47,8 +47,8 @@ int idle_sweep_update(struct daemon *d)
 	}
 	if (d->idle_timer)
 		return 0; /* the next check uses the new timeout and interval */
-	r = sd_event_add_time_relative(d->event, &d->idle_timer, CLOCK_MONOTONIC, check_interval(d),
-				       0, on_idle_check, d);
+	r = sd_event_add_time_relative(d->env.event, &d->idle_timer, CLOCK_MONOTONIC,
+				       check_interval(d), 0, on_idle_check, d);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "starting the idle timeout");
 	r = sd_event_source_set_enabled(d->idle_timer, SD_EVENT_ON);

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "daemon_state.h"
 #include "fd_limit.h"
 #include "idle_sweep.h"
 #include "listener.h"
@@ -152,9 +153,9 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	 * A reload would open listeners again while the redirects finish (stop_drain.c), or,
 	 * during a restart's hand-over, accept on sockets kept paused for the next instance.
 	 */
-	if (d->stopping || d->handing_over) {
+	if (d->env.stopping || d->env.handing_over) {
 		snprintf(err, errlen, "reload: the daemon is %s",
-			 d->stopping ? "stopping" : "handing over to its next instance");
+			 d->env.stopping ? "stopping" : "handing over to its next instance");
 		log_notice("%s", err);
 		return -ESHUTDOWN;
 	}
@@ -197,8 +198,8 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 	 * max-redirects: slot_left() (listener.c) reads d->cfg at each accept, on either path;
 	 * the kernel path's slot pool has its own copy. In user space there is no pool.
 	 */
-	if (d->dp)
-		dataplane_set_slot_limit(d->dp, d->cfg.daemon.max_redirects);
+	if (d->env.dp)
+		dataplane_set_slot_limit(d->env.dp, d->cfg.daemon.max_redirects);
 	for (i = 0; i < d->cfg.n_redirects; i++) {
 		if (next[i]) {
 			/* The limit and who may connect change in place: no socket is re-made. */
@@ -221,9 +222,9 @@ int daemon_reload(struct daemon *d, struct reload_result *res, char *err, size_t
 			next[n++] = next[i];
 			continue;
 		}
-		ret = keep_fd[i] >= 0 ? listener_open_on(d, &d->cfg.redirects[i], keep_fd[i],
+		ret = keep_fd[i] >= 0 ? listener_open_on(&d->env, &d->cfg.redirects[i], keep_fd[i],
 							 keep_activated[i], &keep_file[i], &next[n])
-				      : listener_open(d, &d->cfg.redirects[i], &next[n]);
+				      : listener_open(&d->env, &d->cfg.redirects[i], &next[n]);
 		if (ret) {
 			if (!first_err)
 				snprintf(err, errlen, "[%s] %s: %s (the other sections are applied)",

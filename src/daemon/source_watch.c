@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "daemon.h"
+#include "daemon_state.h"
 #include "log.h"
 #include "redirect.h"
 #include "source_watch.h"
@@ -16,7 +16,7 @@ static int on_source_watch(sd_event_source *s, uint64_t usec, void *userdata)
 	struct daemon *d = userdata;
 	struct redirect *r, *next;
 
-	for (r = d->redirects; r; r = next) {
+	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
 		redirect_check_source_mapped(r);
 	}
@@ -27,9 +27,9 @@ int source_watch_start(struct daemon *d)
 {
 	int r;
 
-	if (!d->dp || d->source_watch)
+	if (!d->env.dp || d->source_watch)
 		return 0;
-	r = sd_event_add_time_relative(d->event, &d->source_watch, CLOCK_MONOTONIC,
+	r = sd_event_add_time_relative(d->env.event, &d->source_watch, CLOCK_MONOTONIC,
 				       SOURCE_WATCH_USEC, USEC_PER_MSEC * 100, on_source_watch, d);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "starting the source watch");

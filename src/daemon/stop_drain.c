@@ -4,7 +4,7 @@
 #include <systemd/sd-event.h>
 
 #include "bpf_dataplane.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "log.h"
@@ -43,7 +43,7 @@ static uint64_t stop_progress_mark(struct daemon *d)
 	uint64_t mark = 0;
 	size_t i;
 
-	for (r = d->redirects; r; r = redirect_next(r))
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r))
 		mark += redirect_progress_mark(r);
 	for (i = 0; i < d->n_listeners; i++)
 		if (d->listeners[i]->dgram)
@@ -86,29 +86,29 @@ static int on_stop_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	bool exact;
 
 	stop_look_for_progress(d, usec);
-	if ((d->n_redirects || dgram) && usec < d->stop.deadline) {
+	if ((d->env.redirects.n || dgram) && usec < d->stop.deadline) {
 		/* A one-shot source is off once dispatched: arm it again. */
 		sd_event_source_set_time(s, usec + STOP_POLL_USEC);
 		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 		return 0;
 	}
-	exact = !d->dp || dataplane_exact_drain(dataplane_features(d->dp));
+	exact = !d->env.dp || dataplane_exact_drain(dataplane_features(d->env.dp));
 	lost_dgram = exact ? dgram : 0;
 	/*
 	 * A redirect still open here had bytes left to deliver (held by the daemon, or in the
 	 * kernel's backlog), whatever the drain signal. A datagram listener without an exact
 	 * signal cannot tell: it waited drain-timeout for what the kernel may hold.
 	 */
-	if (d->n_redirects || lost_dgram)
+	if (d->env.redirects.n || lost_dgram)
 		log_warn("stopping: %zu redirect%s and %zu datagram listener%s still had bytes to "
 			 "deliver and none moved on for drain-timeout; closing now, they are lost",
-			 d->n_redirects, d->n_redirects == 1 ? "" : "s", lost_dgram,
+			 d->env.redirects.n, d->env.redirects.n == 1 ? "" : "s", lost_dgram,
 			 lost_dgram == 1 ? "" : "s");
 	if (!exact && dgram)
 		log_notice("stopping: no exact drain signal on this kernel: waited drain-timeout for "
 			   "what it may still hold for %zu datagram listener%s; closing now",
 			   dgram, dgram == 1 ? "" : "s");
-	return sd_event_exit(d->event, 0);
+	return sd_event_exit(d->env.event, 0);
 }
 
 bool stop_drain_start(struct daemon *d)
@@ -118,31 +118,32 @@ bool stop_drain_start(struct daemon *d)
 	uint64_t now;
 	int err;
 
-	if (d->stopping)
+	if (d->env.stopping)
 		return false;
-	d->stop.epoch = d->dp ? dataplane_queue_epoch(d->dp) : 0;
+	d->stop.epoch = d->env.dp ? dataplane_queue_epoch(d->env.dp) : 0;
 	dgram = dgram_unsettled(d);
-	if (!d->n_redirects && !dgram)
+	if (!d->env.redirects.n && !dgram)
 		return false;
-	d->stopping = true;
+	d->env.stopping = true;
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
 	now = now_usec();
 	d->stop.deadline = now + stop_patience_usec(d);
 	d->stop.next_look = now + STOP_PROGRESS_USEC;
 	d->stop.mark = stop_progress_mark(d);
-	err = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC,
+	err = sd_event_add_time_relative(d->env.event, NULL, CLOCK_MONOTONIC, STOP_POLL_USEC,
 					 TIMER_ACCURACY_USEC, on_stop_timer, d);
 	if (err < 0) {
 		log_errno(LOG_ERR, err, "stopping: closing the redirects at once");
 		return false;
 	}
-	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s", d->n_redirects,
-		   d->n_redirects == 1 ? "" : "s");
+	sd_notifyf(0, "STOPPING=1\nSTATUS=stopping: finishing %zu live redirect%s",
+		   d->env.redirects.n, d->env.redirects.n == 1 ? "" : "s");
 	log_info("stopping: finishing %zu live redirect%s and %zu datagram listener%s "
 		 "(everything already sent is delivered; at most drain-timeout)",
-		 d->n_redirects, d->n_redirects == 1 ? "" : "s", dgram, dgram == 1 ? "" : "s");
-	for (r = d->redirects; r; r = next) {
+		 d->env.redirects.n, d->env.redirects.n == 1 ? "" : "s", dgram,
+		 dgram == 1 ? "" : "s");
+	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
 		next = redirect_next(r); /* a redirect still connecting is freed at once */
 		redirect_request_close(r);
 	}

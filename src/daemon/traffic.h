@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * What moved, per direction (VSOCKMAP_DIR_*): one redirect's counters, a listener's closed
- * redirects, or the daemon's totals since it started (traffic.c, the one place they are
- * summed).
+ * redirects, or the daemon's totals since it started (traffic_total.c, the one place they
+ * are summed).
  */
 #ifndef VSOCKMAP_TRAFFIC_H
 #define VSOCKMAP_TRAFFIC_H
@@ -11,8 +11,6 @@
 #include <stdint.h>
 
 #include "vsockmap.h"
-
-struct daemon;
 
 struct traffic {
 	uint64_t bytes[VSOCKMAP_NR_DIRS];
@@ -32,12 +30,5 @@ static inline void traffic_add(struct traffic *sum, const struct traffic *t)
 		sum->uncounted[dir] |= t->uncounted[dir];
 	}
 }
-
-/*
- * Since the daemon started: per listener (d->listeners' order; NULL for none) and in all,
- * each the redirects that closed plus the live ones and the datagram forwarders. A live
- * redirect of a section a reload removed counts in all only. 0 or -ENOMEM.
- */
-int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct traffic *all);
 
 #endif

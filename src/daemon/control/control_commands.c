@@ -17,17 +17,18 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "bpf_dataplane.h"
 #include "bpf_object_id.h"
 #include "control_commands.h"
 #include "control_proto.h"
 #include "control_server.h"
-#include "daemon.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
 #include "reload.h"
-#include "traffic.h"
+#include "traffic_total.h"
 #include "util.h"
 
 #define LOCKDOWN_PATH "/sys/kernel/security/lockdown"
@@ -208,7 +209,7 @@ static void for_each_redirect(struct daemon *d,
 		if (fn(ctx, &info, NULL, l))
 			return;
 	}
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
 		redirect_get_info(r, &info, false);
 		if (fn(ctx, &info, r, redirect_listener(r)))
 			return;
@@ -460,7 +461,7 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 	add_u64(stats, "failed", failed);
 	add_u64(stats, "live", live);
 	add_counters(stats, &all);
-	add_u64(stats, "late_inserts", d->late_inserts);
+	add_u64(stats, "late_inserts", d->env.late_inserts);
 	add(stats, "listeners", arr);
 	add(response, "stats", stats);
 	free(t);
@@ -509,7 +510,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 {
 	static const struct dataplane_features none = {
 	    .drain = DRAIN_TIMED, .probe_error = -ENOENT, .iterator_error = -ENOENT};
-	const struct dataplane_features *f = d->dp ? dataplane_features(d->dp) : &none;
+	const struct dataplane_features *f = d->env.dp ? dataplane_features(d->env.dp) : &none;
 	struct json_object *status, *control, *kernel, *arr;
 	const struct daemon_config *dc = &d->cfg.daemon;
 	struct redirect_info info;
@@ -547,15 +548,15 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	add_string(kernel, "bpf_object_sha256", VSOCKMAP_BPF_SHA256);
 	add_string(kernel, "fastpath", f->permanent ? "permanent" : "counted");
 	add(kernel, "insert_takes_queued",
-	    d->dp ? json_object_new_boolean(f->insert_takes_queued) : NULL);
+	    d->env.dp ? json_object_new_boolean(f->insert_takes_queued) : NULL);
 	add(kernel, "shutdown_unhashes_peer",
-	    d->dp ? json_object_new_boolean(f->shutdown_unhashes_peer) : NULL);
+	    d->env.dp ? json_object_new_boolean(f->shutdown_unhashes_peer) : NULL);
 	add(kernel, "msg_verdict_runs",
-	    d->dp ? json_object_new_uint64(dataplane_msg_runs(d->dp)) : NULL);
+	    d->env.dp ? json_object_new_uint64(dataplane_msg_runs(d->env.dp)) : NULL);
 	add(status, "kernel", kernel);
 	add_string(status, "drain", drain_names[f->drain]);
-	add_string(status, "datapath", d->dp ? "kernel" : "userspace");
-	add_string(status, "datapath_reason", d->dp ? NULL : d->userspace_why);
+	add_string(status, "datapath", d->env.dp ? "kernel" : "userspace");
+	add_string(status, "datapath_reason", d->env.dp ? NULL : d->env.userspace_why);
 
 	arr = json_object_new_array();
 	for (i = 0; i < d->n_listeners; i++) {
@@ -578,8 +579,8 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		json_object_array_add(arr, o);
 	}
 	add(status, "listeners", arr);
-	add_u64(status, "redirects", d->n_redirects);
-	add_u64(status, "late_inserts", d->late_inserts);
+	add_u64(status, "redirects", d->env.redirects.n);
+	add_u64(status, "late_inserts", d->env.late_inserts);
 	add(response, "status", status);
 	return 0;
 }

@@ -16,11 +16,10 @@
 #include <sys/socket.h>
 
 #include "bpf_dataplane.h"
-#include "daemon.h"
+#include "config.h"
 #include "dgram_forwarder.h"
 #include "gate.h"
 #include "held_read.h"
-#include "listener.h"
 #include "log.h"
 #include "sockopt.h"
 #include "target_connect.h"
@@ -39,8 +38,10 @@
 enum dgram_state { DG_CONNECTING, DG_SYNC, DG_ACTIVE, DG_BACKOFF };
 
 struct dgram_forwarder {
-	struct daemon *d;
-	struct listener *l;
+	struct redirect_env *env;
+	const struct redirect_owner *owner; /* its listener */
+	int fd;				    /* the owner's socket, where the datagrams arrive */
+	bool activated;			    /* fd was passed by systemd */
 	struct dgram_plane *gp;
 	struct vsockmap_gate *gate;
 	uint32_t slot;
@@ -76,7 +77,7 @@ static void dgram_step(struct dgram_forwarder *f);
 
 static const char *target_name(struct dgram_forwarder *f, char *buf, size_t len)
 {
-	address_format(&f->l->rc->connect, buf, len);
+	address_format(&f->owner->rc->connect, buf, len);
 	return buf;
 }
 
@@ -104,7 +105,7 @@ static void drop_target(struct dgram_forwarder *f)
 		gate_close(f->gate);
 		dgram_plane_set_target(f->gp, 0);
 		if (f->target_fd >= 0 && !f->userspace)
-			dataplane_remove(f->d->dp, f->target_cookie);
+			dataplane_remove(f->env->dp, f->target_cookie);
 	}
 	f->target_io = sd_event_source_disable_unref(f->target_io);
 	f->target_fd = safe_close(f->target_fd);
@@ -120,7 +121,7 @@ static void retry_later(struct dgram_forwarder *f, int err, const char *what)
 	f->backoff_usec = f->backoff_usec ? f->backoff_usec * 2 : BACKOFF_MIN_USEC;
 	if (f->backoff_usec > BACKOFF_MAX_USEC)
 		f->backoff_usec = BACKOFF_MAX_USEC;
-	log_warn("[%s] %s %s: %s; redialling in %" PRIu64 " ms", f->l->rc->name, what,
+	log_warn("[%s] %s %s: %s; redialling in %" PRIu64 " ms", f->owner->rc->name, what,
 		 target_name(f, target, sizeof(target)), strerror(-err),
 		 f->backoff_usec / USEC_PER_MSEC);
 	f->state = DG_BACKOFF;
@@ -148,16 +149,16 @@ static void dial(struct dgram_forwarder *f)
 {
 	int in_progress, err;
 
-	f->target_fd = timed_connect_start(&f->connect, &f->l->rc->connect,
-					   f->d->cfg.daemon.connect_timeout_ms, now_usec(),
-					   &in_progress);
+	f->target_fd =
+	    timed_connect_start(&f->connect, &f->owner->rc->connect,
+				f->env->cfg->connect_timeout_ms, now_usec(), &in_progress);
 	if (f->target_fd < 0) {
 		err = f->target_fd;
 		f->target_fd = -1;
 		retry_later(f, err, "connect");
 		return;
 	}
-	err = sd_event_add_io(f->d->event, &f->target_io, f->target_fd, EPOLLOUT, on_io, f);
+	err = sd_event_add_io(f->env->event, &f->target_io, f->target_fd, EPOLLOUT, on_io, f);
 	if (err < 0) {
 		retry_later(f, err, "watching");
 		return;
@@ -210,11 +211,11 @@ static size_t buf_fit(struct dgram_forwarder *f, size_t len)
 static ssize_t read_native(struct dgram_forwarder *f)
 {
 	char first;
-	ssize_t n = recv(f->l->fd, &first, 1, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+	ssize_t n = recv(f->fd, &first, 1, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 
 	if (n > 0)
 		buf_fit(f, n);
-	n = recv(f->l->fd, f->buf, f->buf_size, MSG_DONTWAIT);
+	n = recv(f->fd, f->buf, f->buf_size, MSG_DONTWAIT);
 	return n < 0 ? -errno : n;
 }
 
@@ -241,7 +242,7 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	 * the daemon's own socket a datagram without the verdict's mark is one the verdict is
 	 * about to see; reading it here could overtake a held one still on its way.
 	 */
-	if (f->l->activated && !f->gate->open && held_read_native(f->l->fd) == 1) {
+	if (f->activated && !f->gate->open && held_read_native(f->fd) == 1) {
 		n = read_native(f);
 		if (n != -EAGAIN)
 			return n;
@@ -262,7 +263,7 @@ static ssize_t read_held(struct dgram_forwarder *f)
 	}
 	if (!recorded)
 		len = f->piece_left && f->piece_left < f->buf_size ? f->piece_left : f->buf_size;
-	n = held_read(f->l->fd, f->buf, len);
+	n = held_read(f->fd, f->buf, len);
 	if (n == -EAGAIN)
 		return -EINPROGRESS;
 	if (n < 0)
@@ -284,12 +285,13 @@ static void report_dropped(struct dgram_forwarder *f)
 	struct vsockmap_counters c;
 
 	if (!f->gp || !f->keep_bounds ||
-	    dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c) ||
+	    dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c) ||
 	    c.dropped_packets == f->dropped_logged)
 		return;
 	log_warn("[%s] %" PRIu64 " datagrams dropped: more than %" PRIu64 " were held for the "
 		 "seqpacket target, the most whose bounds the kernel records",
-		 f->l->rc->name, (uint64_t)(c.dropped_packets - f->dropped_logged), dgram_plane_held_max(f->gp));
+		 f->owner->rc->name, (uint64_t)(c.dropped_packets - f->dropped_logged),
+		 dgram_plane_held_max(f->gp));
 	f->dropped_logged = c.dropped_packets;
 }
 
@@ -323,7 +325,8 @@ static void sync_held(struct dgram_forwarder *f)
 		if (n == -EAGAIN)
 			break;
 		if (n != -EINPROGRESS)
-			log_errno(LOG_WARNING, n, "[%s] reading held datagrams", f->l->rc->name);
+			log_errno(LOG_WARNING, n, "[%s] reading held datagrams",
+				  f->owner->rc->name);
 		/* Counted, about to be queued (or a transient error): look again in a moment. */
 		set_timer(f, now_usec() + (n == -EINPROGRESS ? USEC_PER_MSEC : BACKOFF_MIN_USEC));
 		return;
@@ -357,12 +360,12 @@ static void on_connected(struct dgram_forwarder *f)
 		retry_later(f, err, "connect");
 		return;
 	}
-	socket_force_sndbuf(f->target_fd, f->d->cfg.daemon.sndbuf);
+	socket_force_sndbuf(f->target_fd, f->env->cfg->sndbuf);
 	if (!f->userspace) {
-		err = dataplane_add_destination(f->d->dp, f->target_cookie, f->target_fd);
+		err = dataplane_add_destination(f->env->dp, f->target_cookie, f->target_fd);
 		err = err ?: dgram_plane_set_target(f->gp, f->target_cookie);
 		/* Refused: the verdict keeps holding every datagram; the daemon sends them all. */
-		if (f->l->ops->target_refused(f->l, err)) {
+		if (f->owner->ops->target_refused(f->owner->l, err)) {
 			f->userspace = true;
 			err = 0;
 		}
@@ -372,8 +375,8 @@ static void on_connected(struct dgram_forwarder *f)
 		return;
 	}
 	if (f->failures)
-		log_notice("[%s] connected to %s again after %u failed attempts", f->l->rc->name,
-			   target_name(f, target, sizeof(target)), f->failures);
+		log_notice("[%s] connected to %s again after %u failed attempts",
+			   f->owner->rc->name, target_name(f, target, sizeof(target)), f->failures);
 	f->failures = 0;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
 	f->state = DG_SYNC;
@@ -432,34 +435,33 @@ static void dgram_step(struct dgram_forwarder *f)
  */
 static int kernel_start(struct dgram_forwarder *f)
 {
-	struct listener *l = f->l;
+	const struct redirect_config *rc = f->owner->rc;
 	int err;
 
-	err = dgram_plane_take(f->d->dp, &f->gp);
+	err = dgram_plane_take(f->env->dp, &f->gp);
 	if (err == -EPERM) {
 		f->gp = NULL;
 		log_notice("[%s] no datagram verdict left to load one without CAP_BPF (the daemon "
 			   "loads %d spares at start, then drops it): this section runs in user "
 			   "space until the next restart",
-			   l->rc->name, DGRAM_SPARES);
+			   rc->name, DGRAM_SPARES);
 		f->userspace = true; /* the listener says so (dgram_forwarder_userspace()) */
 		return 0;
 	}
 	if (err) {
 		f->gp = NULL;
-		return log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program",
-				 l->rc->name);
+		return log_errno(LOG_ERR, err, "[%s] loading the dgram verdict program", rc->name);
 	}
 	f->slot = dgram_plane_slot(f->gp);
-	f->gate = dataplane_gate(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
-	f->keep_bounds = l->rc->connect.sock_type == SOCK_SEQPACKET;
+	f->gate = dataplane_gate(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET);
+	f->keep_bounds = rc->connect.sock_type == SOCK_SEQPACKET;
 	dgram_plane_set_keep_bounds(f->gp, f->keep_bounds);
-	err = held_read_prepare(l->fd);
-	err = err ?: dgram_plane_set_socket(f->gp, l->fd);
+	err = held_read_prepare(f->fd);
+	err = err ?: dgram_plane_set_socket(f->gp, f->fd);
 	if (err) {
-		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", l->rc->name,
-			  l->rc->listen.path);
-		dgram_plane_close(f->d->dp, f->gp);
+		log_errno(LOG_ERR, err, "[%s] adding %s to its sockhash", rc->name,
+			  rc->listen.path);
+		dgram_plane_close(f->env->dp, f->gp);
 		f->gp = NULL;
 	}
 	return err;
@@ -467,11 +469,12 @@ static int kernel_start(struct dgram_forwarder *f)
 
 static void kernel_stop(struct dgram_forwarder *f)
 {
-	dgram_plane_give_back(f->d->dp, f->gp);
+	dgram_plane_give_back(f->env->dp, f->gp);
 	f->gp = NULL;
 }
 
-int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out)
+int dgram_forwarder_start(struct redirect_env *env, const struct redirect_owner *owner, int fd,
+			  bool activated, bool userspace, struct dgram_forwarder **out)
 {
 	struct dgram_forwarder *f;
 	int err;
@@ -479,10 +482,12 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->d = d;
-	f->l = l;
+	f->env = env;
+	f->owner = owner;
+	f->fd = fd;
+	f->activated = activated;
 	f->target_fd = -1;
-	f->id = daemon_next_id(d);
+	f->id = redirect_table_new_id(&env->redirects);
 	f->started_usec = now_usec();
 	f->buf = malloc(DGRAM_BUF_SIZE);
 	f->buf_size = DGRAM_BUF_SIZE;
@@ -490,15 +495,15 @@ int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_for
 		free(f);
 		return -ENOMEM;
 	}
-	f->userspace = l->userspace;
+	f->userspace = userspace;
 	if (!f->userspace) {
 		err = kernel_start(f);
 		if (err)
 			goto out_free;
 	}
-	err = sd_event_add_time(d->event, &f->timer, CLOCK_MONOTONIC, 0, TIMER_ACCURACY_USEC,
+	err = sd_event_add_time(env->event, &f->timer, CLOCK_MONOTONIC, 0, TIMER_ACCURACY_USEC,
 				on_timer, f);
-	err = err < 0 ? err : sd_event_add_io(d->event, &f->sock_io, l->fd, EPOLLIN, on_io, f);
+	err = err < 0 ? err : sd_event_add_io(env->event, &f->sock_io, fd, EPOLLIN, on_io, f);
 	if (err < 0)
 		goto out_sources;
 	sd_event_source_set_enabled(f->timer, SD_EVENT_OFF);
@@ -555,11 +560,11 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 		return false;
 	/* A unix dgram socket's SIOCINQ is the length of its next datagram: 0 when none. */
 	if (f->userspace)
-		return socket_inq(f->l->fd) == 0;
+		return socket_inq(f->fd) == 0;
 	if (gate_held(f->gate) != f->held_taken)
 		return false;
 	/* Redirected, still in the target's psock backlog: closing the target would free it. */
-	err = dataplane_queue_info(f->d->dp, f->target_fd, f->target_cookie, epoch, now_usec(),
+	err = dataplane_queue_info(f->env->dp, f->target_fd, f->target_cookie, epoch, now_usec(),
 				   &qi);
 	if (err == -ENOENT)
 		return true;
@@ -572,7 +577,7 @@ bool dgram_forwarder_settled(struct dgram_forwarder *f, uint64_t epoch)
 	 * the target looks writable while the worker still holds datagrams (measured in the
 	 * VM: 10.8 of 12.5 MiB delivered when the heuristic decided).
 	 */
-	if (dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
+	if (dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c))
 		return true;
 	return !c.packets;
 }
@@ -584,7 +589,7 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
 
 	memset(info, 0, sizeof(*info));
 	info->id = f->id;
-	info->name = f->l->rc->name;
+	info->name = f->owner->rc->name;
 	info->state = states[f->state];
 	info->datapath[VSOCKMAP_DIR_TO_TARGET] = f->userspace ? "daemon" : "kernel";
 	info->datapath[VSOCKMAP_DIR_TO_CLIENT] = "daemon";
@@ -593,7 +598,7 @@ void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *i
 	info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] = f->user_bytes;
 	info->moved.packets[VSOCKMAP_DIR_TO_TARGET] = f->user_packets;
 	info->moved.bytes[VSOCKMAP_DIR_TO_CLIENT] = f->discarded_bytes;
-	if (f->gp && !dataplane_counters(f->d->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
+	if (f->gp && !dataplane_counters(f->env->dp, f->slot, VSOCKMAP_DIR_TO_TARGET, &c)) {
 		info->moved.bytes[VSOCKMAP_DIR_TO_TARGET] += c.bytes;
 		info->moved.packets[VSOCKMAP_DIR_TO_TARGET] += c.packets;
 	}

@@ -13,11 +13,12 @@
 
 #include "redirect.h"
 
-struct daemon;
-struct listener;
 struct dgram_forwarder;
 
-int dgram_forwarder_start(struct daemon *d, struct listener *l, struct dgram_forwarder **out);
+/* Forward the datagrams of the owner's socket fd (activated: passed by systemd) to its target;
+ * userspace: the daemon reads them itself (no sockhash). */
+int dgram_forwarder_start(struct redirect_env *env, const struct redirect_owner *owner, int fd,
+			  bool activated, bool userspace, struct dgram_forwarder **out);
 void dgram_forwarder_stop(struct dgram_forwarder *f);
 void dgram_forwarder_get_info(struct dgram_forwarder *f, struct redirect_info *info);
 /*

@@ -8,10 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "gate.h"
 #include "held_read.h"
-#include "listener.h"
 #include "log.h"
 #include "redirect.h"
 #include "redirect_internal.h"
@@ -24,35 +22,21 @@ static void close_on(struct redirect *r, enum redirect_event ev);
 
 const char *redirect_target_text(struct redirect *r, char *buf, size_t len)
 {
-	address_format(&r->l->rc->connect, buf, len);
+	address_format(&r->owner->rc->connect, buf, len);
 	return buf;
 }
 
 /* ---- lifetime ---- */
 
-static void redirect_unlink(struct redirect *r)
-{
-	struct daemon *d = r->d;
-
-	if (r->prev)
-		r->prev->next = r->next;
-	else if (d->redirects == r)
-		d->redirects = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	r->next = r->prev = NULL;
-	d->n_redirects--;
-}
-
 /* Only the entries each socket has: no failed deletes. */
 static void remove_map_entries(struct redirect *r)
 {
 	if (r->ep[CLIENT].in_map)
-		dataplane_remove_source(r->d->dp, r->ep[CLIENT].cookie);
+		dataplane_remove_source(r->env->dp, r->ep[CLIENT].cookie);
 	if (r->linked)
-		dataplane_unlink(r->d->dp, r->ep[CLIENT].cookie);
+		dataplane_unlink(r->env->dp, r->ep[CLIENT].cookie);
 	if (r->ep[TARGET].in_map)
-		dataplane_remove_destination(r->d->dp, r->ep[TARGET].cookie);
+		dataplane_remove_destination(r->env->dp, r->ep[TARGET].cookie);
 }
 
 /*
@@ -65,7 +49,7 @@ static void log_vsock_discard(const struct redirect *r)
 {
 	int n;
 
-	if (r->l->conf.listen.kind != ADDRESS_VSOCK_LISTEN ||
+	if (r->owner->rc->listen.kind != ADDRESS_VSOCK_LISTEN ||
 	    !redirect_phase_stops_target(r->phase) || r->ep[CLIENT].fd < 0)
 		return;
 	n = socket_inq(r->ep[CLIENT].fd);
@@ -96,7 +80,7 @@ void redirect_free(struct redirect *r)
 	log_vsock_discard(r);
 	handed_over = r->phase == PHASE_HANDED_OVER;
 	redirect_enter(r, REDIRECT_FREED);
-	redirect_unlink(r);
+	redirect_table_remove(&r->env->redirects, &r->live);
 	sd_event_source_disable_unref(r->timer);
 	/* A handed-over pair keeps its entries for the next instance. */
 	if (!handed_over)
@@ -111,15 +95,15 @@ void redirect_free(struct redirect *r)
 		free(r->dir[i].buf);
 	}
 	if (r->has_slot)
-		dataplane_slot_free(r->d->dp, r->slot);
-	r->l->ops->redirect_closed(r->l, &info.moved);
+		dataplane_slot_free(r->env->dp, r->slot);
+	r->owner->ops->redirect_closed(r->owner->l, &info.moved);
 	if (!redirect_events_defer_free(r))
 		free(r);
 }
 
 struct redirect *redirect_next(struct redirect *r)
 {
-	return r->next;
+	return redirect_table_next(&r->live);
 }
 
 uint64_t redirect_progress_mark(const struct redirect *r)
@@ -135,19 +119,9 @@ uint64_t redirect_progress_mark(const struct redirect *r)
 	return mark;
 }
 
-struct redirect *redirect_find(struct daemon *d, uint64_t id)
-{
-	struct redirect *r;
-
-	for (r = d->redirects; r; r = r->next)
-		if (r->id == id)
-			return r;
-	return NULL;
-}
-
 struct listener *redirect_listener(struct redirect *r)
 {
-	return r->l;
+	return r->owner->l;
 }
 
 static const char *redirect_state(struct redirect *r)
@@ -169,7 +143,7 @@ static const char *redirect_state(struct redirect *r)
 static void collect_counters(struct redirect *r, struct redirect_info *info)
 {
 	struct vsockmap_counters c[VSOCKMAP_NR_DIRS];
-	bool kernel = r->has_slot && !dataplane_slot_counters(r->d->dp, r->slot, c);
+	bool kernel = r->has_slot && !dataplane_slot_counters(r->env->dp, r->slot, c);
 	int dir;
 
 	for (dir = 0; dir < VSOCKMAP_NR_DIRS; dir++) {
@@ -178,7 +152,7 @@ static void collect_counters(struct redirect *r, struct redirect_info *info)
 		if (kernel) {
 			info->moved.bytes[dir] += c[dir].bytes;
 			info->moved.packets[dir] += c[dir].packets;
-			info->moved.uncounted[dir] = !dataplane_counted(r->d->dp, r->slot, dir);
+			info->moved.uncounted[dir] = !dataplane_counted(r->env->dp, r->slot, dir);
 		}
 	}
 }
@@ -199,7 +173,7 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 
 	memset(info, 0, sizeof(*info));
 	info->id = r->id;
-	info->name = r->l->rc->name;
+	info->name = r->owner->rc->name;
 	info->state = redirect_state(r);
 	info->client = r->cred;
 	snprintf(info->comm, sizeof(info->comm), "%s", r->comm);
@@ -211,8 +185,8 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 		info->cookie[dir] = r->ep[dir].cookie;
 	}
 	if (with_queues && r->ep[TARGET].in_map &&
-	    !dataplane_queue_info(r->d->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0, loop_tick(r),
-				  &qi)) {
+	    !dataplane_queue_info(r->env->dp, r->ep[TARGET].fd, r->ep[TARGET].cookie, 0,
+				  loop_tick(r), &qi)) {
 		info->has_queues = true;
 		info->target_backlog_skbs = qi.backlog_skbs;
 	}
@@ -228,7 +202,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
 {
 	char target[160];
 
-	r->l->ops->redirect_failed(r->l);
+	r->owner->ops->redirect_failed(r->owner->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     redirect_target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
 	redirect_free(r);
@@ -244,7 +218,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
  */
 static int link_pair(struct redirect *r)
 {
-	struct daemon *d = r->d;
+	struct redirect_env *env = r->env;
 	int err, i;
 
 	for (i = 0; i < 2; i++) {
@@ -252,27 +226,27 @@ static int link_pair(struct redirect *r)
 		if (err)
 			return err;
 		/* sndbuf= on the address wins (socket_set_bufs()). */
-		if (!(i == CLIENT ? r->l->rc->listen.sndbuf : r->l->rc->connect.sndbuf))
-			socket_force_sndbuf(r->ep[i].fd, d->cfg.daemon.sndbuf);
+		if (!(i == CLIENT ? r->owner->rc->listen.sndbuf : r->owner->rc->connect.sndbuf))
+			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	}
 	if (r->userspace)
 		return 0;
 	err = held_read_prepare(r->ep[CLIENT].fd);
 	if (err)
 		return err;
-	err = dataplane_slot_alloc(d->dp, &r->slot);
+	err = dataplane_slot_alloc(env->dp, &r->slot);
 	if (err)
 		return err;
 	r->has_slot = true;
-	err = dataplane_link(d->dp, r->ep[CLIENT].cookie, r->ep[TARGET].cookie, r->slot,
+	err = dataplane_link(env->dp, r->ep[CLIENT].cookie, r->ep[TARGET].cookie, r->slot,
 			     VSOCKMAP_DIR_TO_TARGET);
 	if (err)
 		return err;
 	r->linked = true;
 	/* The destination first: a redirect needs it in the map. */
-	err = dataplane_add_destination(d->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
-	if (r->l->ops->target_refused(r->l, err)) {
-		dataplane_unlink(d->dp, r->ep[CLIENT].cookie);
+	err = dataplane_add_destination(env->dp, r->ep[TARGET].cookie, r->ep[TARGET].fd);
+	if (r->owner->ops->target_refused(r->owner->l, err)) {
+		dataplane_unlink(env->dp, r->ep[CLIENT].cookie);
 		r->linked = false;
 		r->userspace = true;
 		return 0;
@@ -281,7 +255,7 @@ static int link_pair(struct redirect *r)
 		return err;
 	r->ep[TARGET].in_map = true;
 	/* Open from the start: the verdict passes data up only if the target left the map. */
-	gate_release(dataplane_gate(d->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
+	gate_release(dataplane_gate(env->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
 	return 0;
 }
 
@@ -315,7 +289,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	if (r->phase != PHASE_RUNNING && r->phase != PHASE_SETTLING)
 		return false;
 	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
-	if (r->has_slot && !dataplane_counted(r->d->dp, r->slot, CLIENT))
+	if (r->has_slot && !dataplane_counted(r->env->dp, r->slot, CLIENT))
 		return false;
 	redirect_get_info(r, &info, false);
 	moved = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
@@ -399,8 +373,8 @@ static void read_client_identity(struct redirect *r)
 }
 
 /* A redirect on the daemon's list, owning both fds (closed here without memory). */
-static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint64_t id,
-				     int client_fd, int target_fd)
+static struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
+				     bool userspace, uint64_t id, int client_fd, int target_fd)
 {
 	struct redirect *r;
 	int i;
@@ -411,10 +385,10 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		safe_close(target_fd);
 		return NULL;
 	}
-	r->d = d;
-	r->l = l;
+	r->env = env;
+	r->owner = owner;
 	r->id = id;
-	r->userspace = l->userspace;
+	r->userspace = userspace;
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = target_fd;
@@ -423,26 +397,24 @@ static struct redirect *redirect_new(struct daemon *d, struct listener *l, uint6
 		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
 		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
 	}
-	r->next = d->redirects;
-	if (d->redirects)
-		d->redirects->prev = r;
-	d->redirects = r;
-	d->n_redirects++;
-	l->ops->redirect_opened(l);
+	redirect_table_add(&env->redirects, &r->live, r, id);
+	owner->ops->redirect_opened(owner->l);
 	read_client_identity(r);
 	return r;
 }
 
-int redirect_start(struct daemon *d, struct listener *l, int client_fd)
+int redirect_start(struct redirect_env *env, const struct redirect_owner *owner, bool userspace,
+		   int client_fd)
 {
 	struct redirect *r;
 	int in_progress, err;
 
-	r = redirect_new(d, l, daemon_next_id(d), client_fd, -1);
+	r = redirect_new(env, owner, userspace, redirect_table_new_id(&env->redirects), client_fd,
+			 -1);
 	if (!r)
 		return -ENOMEM;
 	r->ep[TARGET].fd =
-	    timed_connect_start(&r->connect, &l->rc->connect, d->cfg.daemon.connect_timeout_ms,
+	    timed_connect_start(&r->connect, &owner->rc->connect, env->cfg->connect_timeout_ms,
 				r->started_usec, &in_progress);
 	if (r->ep[TARGET].fd < 0) {
 		err = r->ep[TARGET].fd;
@@ -502,7 +474,7 @@ bool redirect_settle(struct redirect *r, const char **why)
 		return false;
 	if (c->state == DIR_DONE || r->userspace)
 		return true;
-	gate = dataplane_gate(r->d->dp, r->slot, CLIENT);
+	gate = dataplane_gate(r->env->dp, r->slot, CLIENT);
 	if (gate_settled(gate, c->held_taken))
 		return true;
 	*why = "client bytes held by the verdict";
@@ -516,7 +488,7 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 	*slot = r->userspace ? REDIRECT_SLOT_USERSPACE : r->slot;
 	/* Our hold socket closes with us: from here the verdict passes up what it holds. */
 	if (!r->userspace)
-		__atomic_store_n(&dataplane_gate(r->d->dp, r->slot, CLIENT)->hold_cookie, 0,
+		__atomic_store_n(&dataplane_gate(r->env->dp, r->slot, CLIENT)->hold_cookie, 0,
 				 __ATOMIC_RELEASE);
 	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
 		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
@@ -534,14 +506,15 @@ bool redirect_adopted(const struct redirect *r)
 	return r->adopted;
 }
 
-int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
-		   unsigned int half, int client_fd, int target_fd)
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd)
 {
 	struct vsockmap_gate *gate;
 	struct redirect *r;
 	int err, i;
 
-	r = redirect_new(d, l, id, client_fd, target_fd);
+	/* userspace: set below, from how the previous instance carried it */
+	r = redirect_new(env, owner, false, id, client_fd, target_fd);
 	if (!r)
 		return -ENOMEM;
 	r->adopted = true;
@@ -569,7 +542,7 @@ int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t s
 		}
 	}
 	redirect_enter(r, REDIRECT_CONNECTED);
-	gate = dataplane_gate(d->dp, slot, CLIENT);
+	gate = dataplane_gate(env->dp, slot, CLIENT);
 	r->dir[CLIENT].held_taken = gate_held(gate);
 	/* The previous instance's hold socket closed with it: this one makes its own. */
 	__atomic_store_n(&gate->hold_cookie, 0, __ATOMIC_RELEASE);

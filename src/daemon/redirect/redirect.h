@@ -13,11 +13,15 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "redirect_table.h"
 #include "traffic.h"
 #include "vsockmap.h"
 
-struct daemon;
+struct daemon_config;
+struct redirect_config;
+struct dataplane;
 struct listener;
+struct passed_fds;
 struct redirect;
 
 /* The redirects' epoll set and its batch: one per daemon, written by redirect_events.c. */
@@ -42,6 +46,46 @@ struct redirect_loop {
 /* Empty, with the test knobs read from the environment. */
 void redirect_loop_init(struct redirect_loop *loop);
 
+/*
+ * What the daemon lends the layers below it: its listeners, their redirects and datagram
+ * forwarders see this and not struct daemon. One per daemon (d->env, daemon_state.h).
+ */
+struct redirect_env {
+	sd_event *event;
+	struct dataplane *dp;	 /* NULL: no kernel path, every redirect runs in user space */
+	char userspace_why[128]; /* why dp is NULL, for each listener's log line */
+	const struct daemon_config *cfg; /* the [daemon] settings, as the last reload left them */
+	struct passed_fds *passed;	 /* what systemd passed at start, until each is taken */
+	struct redirect_table redirects; /* live stream redirects, newest first, and their ids */
+	struct redirect_loop loop;	 /* their epoll set (redirect_events.c) */
+	uint64_t late_inserts;		 /* client bytes arrived while its socket entered the map */
+	bool handing_over;		 /* restarting: redirects settle, then go to the fd store */
+	bool stopping; /* stopping: redirects finish, then the loop exits (stop_drain.c) */
+};
+
+/*
+ * What a listener's redirects and datagram forwarder tell it: the calls up, as a table the
+ * listener hands down (listener.c fills it), so that redirect/ never calls listener.c.
+ */
+struct listener_ops {
+	void (*redirect_opened)(struct listener *l);
+	void (*redirect_failed)(struct listener *l);
+	void (*redirect_closed)(struct listener *l, const struct traffic *moved);
+	/* err from adding a target to the sockhash: true if the redirect should run in user
+	 * space instead (EOPNOTSUPP, datapath=auto); the listener's later ones do too. */
+	bool (*target_refused)(struct listener *l, int err);
+};
+
+/*
+ * What a listener hands its redirects and its datagram forwarder, for as long as they live
+ * (it outlives them): its section, the calls up, and itself, only passed back in those calls.
+ */
+struct redirect_owner {
+	struct listener *l;
+	const struct redirect_config *rc;
+	const struct listener_ops *ops;
+};
+
 struct redirect_info {
 	uint64_t id;
 	const char *name;
@@ -58,8 +102,10 @@ struct redirect_info {
 	int64_t client_rcvq_bytes;    /* SIOCINQ of the client socket; -1 if unknown */
 };
 
-/* Take over an accepted client connection and dial the listener's target. */
-int redirect_start(struct daemon *d, struct listener *l, int client_fd);
+/* Take over an accepted client connection and dial the owner's target; userspace: the daemon
+ * carries both ways (no sockhash). */
+int redirect_start(struct redirect_env *env, const struct redirect_owner *owner, bool userspace,
+		   int client_fd);
 
 /* Close at once, without draining (daemon shutdown). */
 void redirect_free(struct redirect *r);
@@ -79,7 +125,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 /* A kernel-path client whose socket left the sockhash is carried by the daemon from now. */
 void redirect_check_source_mapped(struct redirect *r);
 
-struct redirect *redirect_find(struct daemon *d, uint64_t id);
+/* The next older live redirect (redirect_table_first() gives the newest); NULL: none. */
 struct redirect *redirect_next(struct redirect *r);
 /*
  * A mark that changes whenever r's bytes move on toward a reader: what the daemon has
@@ -112,7 +158,7 @@ void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
-int redirect_adopt(struct daemon *d, struct listener *l, uint64_t id, uint32_t slot,
-		   unsigned int half, int client_fd, int target_fd);
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd);
 
 #endif

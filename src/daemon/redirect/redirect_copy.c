@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "listener.h"
 #include "log.h"
 #include "redirect_internal.h"
 #include "util.h"
@@ -102,7 +101,7 @@ int flush_buf(struct redirect *r, int src)
 bool peer_shut_down(struct endpoint *ep)
 {
 	struct pollfd pfd = {.fd = ep->fd, .events = POLLRDHUP};
-	const struct redirect_loop *loop = ep->owner ? &ep->owner->d->redirect_loop : NULL;
+	const struct redirect_loop *loop = ep->owner ? &ep->owner->env->loop : NULL;
 
 	if (ep->shut_seen)
 		return true;

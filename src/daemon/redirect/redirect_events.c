@@ -8,7 +8,6 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "redirect_internal.h"
 
 /*
@@ -72,7 +71,7 @@ static int on_events(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	events->dispatching = false;
 	while (events->zombies) {
 		r = events->zombies;
-		events->zombies = r->next;
+		events->zombies = r->next_zombie;
 		free(r);
 	}
 	return 0;
@@ -87,9 +86,9 @@ static void events_destroyed(void *userdata)
 }
 
 /* The redirects' epoll set, made with the first redirect. */
-static int events_open(struct daemon *d)
+static int events_open(struct redirect_env *env)
 {
-	struct redirect_loop *events = &d->redirect_loop;
+	struct redirect_loop *events = &env->loop;
 	int fd, err;
 
 	if (events->src)
@@ -97,7 +96,7 @@ static int events_open(struct daemon *d)
 	fd = epoll_create1(EPOLL_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	err = sd_event_add_io(d->event, &events->src, fd, EPOLLIN, on_events, events);
+	err = sd_event_add_io(env->event, &events->src, fd, EPOLLIN, on_events, events);
 	if (err < 0) {
 		close(fd);
 		return err;
@@ -128,7 +127,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata)
  */
 int redirect_update_io(struct redirect *r)
 {
-	struct redirect_loop *events = &r->d->redirect_loop;
+	struct redirect_loop *events = &r->env->loop;
 	struct epoll_event e;
 	int i, err;
 
@@ -168,7 +167,7 @@ int redirect_update_io(struct redirect *r)
 		}
 		if (r->ep[i].watched && r->ep[i].events == ev)
 			continue;
-		err = events_open(r->d);
+		err = events_open(r->env);
 		if (err < 0)
 			return err;
 		e.events = ev;
@@ -191,7 +190,7 @@ int redirect_arm_timer(struct redirect *r, uint64_t deadline)
 		return 0;
 	}
 	if (!r->timer)
-		return sd_event_add_time(r->d->event, &r->timer, CLOCK_MONOTONIC, deadline,
+		return sd_event_add_time(r->env->event, &r->timer, CLOCK_MONOTONIC, deadline,
 					 TIMER_ACCURACY_USEC, on_timer, r);
 	sd_event_source_set_time(r->timer, deadline);
 	sd_event_source_set_enabled(r->timer, SD_EVENT_ONESHOT);
@@ -221,29 +220,29 @@ void redirect_events_forget(struct redirect *r)
 
 	for (i = 0; i < 2; i++)
 		if (r->ep[i].watched)
-			epoll_ctl(r->d->redirect_loop.epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);
+			epoll_ctl(r->env->loop.epfd, EPOLL_CTL_DEL, r->ep[i].fd, NULL);
 }
 
 bool redirect_events_defer_free(struct redirect *r)
 {
-	struct redirect_loop *events = &r->d->redirect_loop;
+	struct redirect_loop *events = &r->env->loop;
 
 	if (!events->dispatching)
 		return false;
 	/* The batch may still hold events for it: free() it once the batch is done. */
-	r->next = events->zombies;
+	r->next_zombie = events->zombies;
 	events->zombies = r;
 	return true;
 }
 
 bool redirect_events_in_batch(const struct redirect *r)
 {
-	return r->d->redirect_loop.batch_pass;
+	return r->env->loop.batch_pass;
 }
 
 void redirect_events_want_pass(struct redirect *r)
 {
-	struct redirect_loop *events = &r->d->redirect_loop;
+	struct redirect_loop *events = &r->env->loop;
 
 	if (r->wants_pass)
 		return;

@@ -29,7 +29,7 @@
 int dir_hold_open(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
-	struct dataplane *dp = r->d->dp;
+	struct dataplane *dp = r->env->dp;
 	struct vsockmap_gate *gate;
 	uint64_t cookie = 0;
 	int sv[2], err;
@@ -38,7 +38,7 @@ int dir_hold_open(struct redirect *r, int src)
 		return 0;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	err = socket_force_sndbuf(sv[0], r->d->cfg.daemon.sndbuf);
+	err = socket_force_sndbuf(sv[0], r->env->cfg->sndbuf);
 	if (!err)
 		err = socket_cookie(sv[0], &cookie);
 	if (!err)
@@ -66,9 +66,9 @@ void dir_hold_close(struct redirect *r, int src)
 	/* Unless a next instance named its own (a pair handed over: redirect_adopt()). */
 	ours = dir->hold_cookie;
 	if (r->has_slot)
-		__atomic_compare_exchange_n(&dataplane_gate(r->d->dp, r->slot, src)->hold_cookie,
+		__atomic_compare_exchange_n(&dataplane_gate(r->env->dp, r->slot, src)->hold_cookie,
 					    &ours, 0, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-	dataplane_remove_destination(r->d->dp, dir->hold_cookie);
+	dataplane_remove_destination(r->env->dp, dir->hold_cookie);
 	safe_close(dir->hold_peer);
 	safe_close(dir->hold_fd);
 	dir->hold_peer = dir->hold_fd = -1;

@@ -26,7 +26,7 @@
 int dir_inject_open(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
-	struct dataplane *dp = r->d->dp;
+	struct dataplane *dp = r->env->dp;
 	uint64_t cookie = 0;
 	int sv[2], err;
 
@@ -76,8 +76,8 @@ void dir_inject_close(struct redirect *r, int src)
 			     "%d bytes given to the injector never reached the target; "
 			     "they are lost",
 			     n);
-	dataplane_remove_source(r->d->dp, dir->inject_cookie);
-	dataplane_unlink(r->d->dp, dir->inject_cookie);
+	dataplane_remove_source(r->env->dp, dir->inject_cookie);
+	dataplane_unlink(r->env->dp, dir->inject_cookie);
 	safe_close(dir->inject_fd);
 	safe_close(dir->inject_peer);
 	dir->inject_fd = dir->inject_peer = -1;

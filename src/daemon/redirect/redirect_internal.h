@@ -25,9 +25,11 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "config.h"
+#include "redirect.h"
 #include "redirect_phase.h"
-#include "listener.h"
+#include "redirect_table.h"
 #include "target_connect.h"
 #include "log.h"
 #include "util.h"
@@ -111,9 +113,10 @@ struct direction {
 };
 
 struct redirect {
-	struct redirect *next, *prev;
-	struct daemon *d;
-	struct listener *l;
+	struct redirect_table_entry live; /* in the table of live redirects (redirect_table.c) */
+	struct redirect *next_zombie;	 /* freed during a batch: free()d at its end */
+	struct redirect_env *env;
+	const struct redirect_owner *owner; /* its listener */
 	uint64_t id;
 	struct endpoint ep[2];
 	struct direction dir[VSOCKMAP_NR_DIRS]; /* indexed by source endpoint */
@@ -142,13 +145,14 @@ struct redirect {
  */
 #define redirect_log(r, level, fmt, ...)                                                           \
 	log_fields(level, REDIRECT_LOG_CTX(r), "[%s] redirect %" PRIu64 ": " fmt,                  \
-		   (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+		   (r)->owner->rc->name, (r)->id, ##__VA_ARGS__)
 /* Same, appending ": strerror(err)" and ERRNO=. */
 #define redirect_log_errno(r, level, err, fmt, ...)                                                \
 	log_fields_errno(level, REDIRECT_LOG_CTX(r), err, "[%s] redirect %" PRIu64 ": " fmt,       \
-			 (r)->l->rc->name, (r)->id, ##__VA_ARGS__)
+			 (r)->owner->rc->name, (r)->id, ##__VA_ARGS__)
 #define REDIRECT_LOG_CTX(r)                                                                        \
-	LOG_CTX(.redirect = (r)->l->rc->name, .redirect_id = (r)->id, .client_pid = (r)->cred.pid)
+	LOG_CTX(.redirect = (r)->owner->rc->name, .redirect_id = (r)->id,                          \
+		.client_pid = (r)->cred.pid)
 
 /* Bytes read from the source and not yet written to the destination. */
 static inline bool dir_pending(const struct direction *dir)
@@ -171,7 +175,7 @@ static inline uint64_t loop_tick(struct redirect *r)
 {
 	uint64_t t;
 
-	return sd_event_now(r->d->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
+	return sd_event_now(r->env->event, CLOCK_MONOTONIC, &t) < 0 ? now_usec() : t;
 }
 
 /* ---- redirect.c ---- */

@@ -13,7 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon.h"
 #include "gate.h"
 #include "held_read.h"
 #include "redirect_internal.h"
@@ -25,8 +24,8 @@
 /* The kernel takes what the client has queued, and the daemon holds none of it. */
 static bool insert_takes_queued(const struct redirect *r, const struct direction *dir)
 {
-	return dataplane_features(r->d->dp)->insert_takes_queued &&
-	       r->l->conf.listen.kind == ADDRESS_UNIX_LISTEN && dir->buf_off == dir->buf_len &&
+	return dataplane_features(r->env->dp)->insert_takes_queued &&
+	       r->owner->rc->listen.kind == ADDRESS_UNIX_LISTEN && dir->buf_off == dir->buf_len &&
 	       !dir_injecting(dir);
 }
 
@@ -52,7 +51,7 @@ void dir_sync(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *ep = &r->ep[src];
-	long queued = r->d->redirect_loop.test_insert_queued;
+	long queued = r->env->loop.test_insert_queued;
 	ssize_t n;
 	int err;
 
@@ -80,11 +79,11 @@ again:
 		return; /* wait for EPOLLOUT, or the injector's retry */
 	}
 #ifdef VSOCKMAP_TEST_KNOBS
-	if (r->d->redirect_loop.test_insert_delay_us)
-		usleep(r->d->redirect_loop.test_insert_delay_us);
+	if (r->env->loop.test_insert_delay_us)
+		usleep(r->env->loop.test_insert_delay_us);
 #endif
 insert:
-	err = dataplane_add_source(r->d->dp, ep->cookie, ep->fd);
+	err = dataplane_add_source(r->env->dp, ep->cookie, ep->fd);
 	if (err && dir_injecting(dir)) {
 		/* What the injector took is queued for the target: the daemon may not write there. */
 		if (!dir->insert_error_logged)
@@ -105,7 +104,7 @@ insert:
 	dir_enter(r, src, DIR_INSERTED);
 	n = socket_inq(ep->fd);
 	if (n > 0) {
-		r->d->late_inserts++;
+		r->env->late_inserts++;
 		dir->left_behind = n;
 		dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
 		dir->left_check_usec = now_usec() + STALL_USEC;
@@ -116,7 +115,7 @@ insert:
 /* The gate of direction src closes: from now on the verdict holds what it sees. */
 static void gate_close_dir(struct redirect *r, int src)
 {
-	gate_close(dataplane_gate(r->d->dp, r->slot, src));
+	gate_close(dataplane_gate(r->env->dp, r->slot, src));
 	r->dir[src].gate_usec = now_usec();
 }
 
@@ -130,9 +129,9 @@ static uint64_t verdict_runs(struct redirect *r, int src)
 {
 	struct vsockmap_counters c;
 
-	if (!dataplane_counted(r->d->dp, r->slot, src))
+	if (!dataplane_counted(r->env->dp, r->slot, src))
 		return 0;
-	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+	if (dataplane_counters(r->env->dp, r->slot, src, &c))
 		return UINT64_MAX;
 	return c.packets + c.held_packets;
 }
@@ -147,8 +146,8 @@ static bool waits_for_target(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	struct vsockmap_queue_info qi;
 
-	if (dataplane_features(r->d->dp)->drain != DRAIN_PROBE ||
-	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
+	if (dataplane_features(r->env->dp)->drain != DRAIN_PROBE ||
+	    dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
 		return false;
 	return qi.backlog_skbs || qi.partial_bytes;
 }
@@ -159,8 +158,8 @@ static uint64_t backlog_mark(struct redirect *r, int src)
 	struct endpoint *dst = &r->ep[1 - src];
 	struct vsockmap_queue_info qi;
 
-	if (dataplane_features(r->d->dp)->drain != DRAIN_PROBE ||
-	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
+	if (dataplane_features(r->env->dp)->drain != DRAIN_PROBE ||
+	    dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
 		return 0;
 	return ((uint64_t)qi.backlog_skbs << 32) + qi.partial_bytes;
 }
@@ -258,8 +257,8 @@ static bool drain_moved(struct redirect *r, int src, uint64_t now)
 	struct vsockmap_queue_info qi;
 	uint64_t before = dir->drain_moved_usec;
 
-	if (!dataplane_exact_drain(dataplane_features(r->d->dp)) ||
-	    dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
+	if (!dataplane_exact_drain(dataplane_features(r->env->dp)) ||
+	    dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, now, &qi))
 		return false;
 	drain_note(dir, &qi, now);
 	return dir->drain_moved_usec != before;
@@ -269,7 +268,7 @@ static bool dir_drained(struct redirect *r, int src)
 {
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
-	bool counted = dataplane_counted(r->d->dp, r->slot, src);
+	bool counted = dataplane_counted(r->env->dp, r->slot, src);
 	struct vsockmap_queue_info qi;
 	struct vsockmap_counters c;
 	uint64_t now = loop_tick(r);
@@ -281,7 +280,7 @@ static bool dir_drained(struct redirect *r, int src)
 		return false;
 	if (!dir->drain_started_usec) {
 		dir->drain_started_usec = now;
-		dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
+		dir->drain_epoch = dataplane_queue_epoch(r->env->dp);
 		dir->drain_moved_usec = now;
 		dir->drain_mark = UINT64_MAX;
 		dir->drain_over = false;
@@ -293,29 +292,29 @@ static bool dir_drained(struct redirect *r, int src)
 	 */
 	if (dir->drain_over)
 		return true;
-	if (now - dir->drain_moved_usec > r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC &&
+	if (now - dir->drain_moved_usec > r->env->cfg->drain_timeout_ms * USEC_PER_MSEC &&
 	    !drain_moved(r, src, now)) {
 		dir->drain_over = true;
-		if (r->d->stopping && !dataplane_exact_drain(dataplane_features(r->d->dp))) {
+		if (r->env->stopping && !dataplane_exact_drain(dataplane_features(r->env->dp))) {
 			redirect_log(
 			    r, LOG_INFO,
 			    "no exact drain signal on this kernel: "
 			    "waited drain-timeout (%u ms) for what the kernel may still hold",
-			    r->d->cfg.daemon.drain_timeout_ms);
+			    r->env->cfg->drain_timeout_ms);
 			return true;
 		}
-		if (dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, 0, now, &qi))
+		if (dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, now, &qi))
 			redirect_log(
 			    r, LOG_WARNING,
 			    "backlog toward the %s did not drain in "
 			    "%u ms; what the kernel still holds for it, if anything, is lost",
-			    src == CLIENT ? "target" : "client", r->d->cfg.daemon.drain_timeout_ms);
+			    src == CLIENT ? "target" : "client", r->env->cfg->drain_timeout_ms);
 		else
 			redirect_log(r, LOG_WARNING,
 				     "backlog toward the %s did not drain in "
 				     "%u ms; %u socket buffers still queued for it are lost",
 				     src == CLIENT ? "target" : "client",
-				     r->d->cfg.daemon.drain_timeout_ms, qi.backlog_skbs);
+				     r->env->cfg->drain_timeout_ms, qi.backlog_skbs);
 		return true;
 	}
 	/*
@@ -327,7 +326,7 @@ static bool dir_drained(struct redirect *r, int src)
 	 * every send of the client's has returned by the time its EOF is seen (the same
 	 * assumption as the pass below; a sweep waits out GATE_VERDICT_GRACE_USEC first).
 	 */
-	if (counted && !dataplane_counters(r->d->dp, r->slot, src, &c) && !c.packets)
+	if (counted && !dataplane_counters(r->env->dp, r->slot, src, &c) && !c.packets)
 		return true;
 	/*
 	 * Only a pass begun after the drain began: one from earlier in this tick, made for
@@ -336,11 +335,11 @@ static bool dir_drained(struct redirect *r, int src)
 	 * that begins in a batch waits for the pass made after it, which every such drain shares.
 	 */
 	if (redirect_events_in_batch(r) &&
-	    !dataplane_queue_fresh(r->d->dp, dir->drain_epoch, now)) {
+	    !dataplane_queue_fresh(r->env->dp, dir->drain_epoch, now)) {
 		redirect_events_want_pass(r);
 		return false;
 	}
-	err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
+	err = dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, dir->drain_epoch, now, &qi);
 	if (!err) {
 		drain_note(dir, &qi, now);
 		dir->drain_over = !qi.backlog_skbs && !qi.partial_bytes;
@@ -374,14 +373,14 @@ static bool dir_drained(struct redirect *r, int src)
 	 */
 	if (!counted)
 		return false;
-	if (dataplane_counters(r->d->dp, r->slot, src, &c))
+	if (dataplane_counters(r->env->dp, r->slot, src, &c))
 		return true;
 	/*
 	 * A stop is rare and bounded by drain-timeout: there the daemon waits it out rather
 	 * than trust the heuristic, which a slow reader granting vsock credit in bursts can
 	 * fool (the target looks writable at every look while the worker still has skbs).
 	 */
-	if (r->d->stopping)
+	if (r->env->stopping)
 		return false;
 	return settle_clock_check(&dir->drain_quiet, c.bytes, socket_writable(dst->fd), now,
 				  TIMED_DRAIN_QUIET_USEC);
@@ -406,7 +405,7 @@ void dir_sweep(struct redirect *r, int src)
 	dir->drain_quiet.since_usec = 0;
 	if (!flush_buf(r, src))
 		return; /* the read below reuses the buffer */
-	gate = dataplane_gate(r->d->dp, r->slot, src);
+	gate = dataplane_gate(r->env->dp, r->slot, src);
 	held = gate_held(gate);
 	q = socket_inq(r->ep[src].fd);
 	if (held != dir->held_taken) {
@@ -461,7 +460,7 @@ void dir_sweep(struct redirect *r, int src)
  */
 static ssize_t forward_held(struct redirect *r, int src)
 {
-	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct vsockmap_gate *gate = dataplane_gate(r->env->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
 	int fd = r->ep[src].fd;
 	uint64_t owed;
@@ -503,7 +502,7 @@ static ssize_t forward_held(struct redirect *r, int src)
  */
 static bool held_owed_expired(struct redirect *r, int src)
 {
-	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct vsockmap_gate *gate = dataplane_gate(r->env->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
 	uint64_t now = loop_tick(r), held;
 
@@ -515,13 +514,13 @@ static bool held_owed_expired(struct redirect *r, int src)
 		dir->held_wait_usec = now;
 		return false;
 	}
-	if (now - dir->held_wait_usec <= r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC)
+	if (now - dir->held_wait_usec <= r->env->cfg->drain_timeout_ms * USEC_PER_MSEC)
 		return false;
 	held = gate_held(gate);
 	redirect_log(r, LOG_WARNING,
 		     "%" PRIu64 " bytes the verdict passed up never became "
 		     "readable in %u ms; the client's last bytes are lost",
-		     held - dir->held_taken, r->d->cfg.daemon.drain_timeout_ms);
+		     held - dir->held_taken, r->env->cfg->drain_timeout_ms);
 	dir->held_taken = held;
 	return true;
 }
@@ -533,7 +532,7 @@ static bool held_owed_expired(struct redirect *r, int src)
  */
 void dir_catchup(struct redirect *r, int src)
 {
-	struct vsockmap_gate *gate = dataplane_gate(r->d->dp, r->slot, src);
+	struct vsockmap_gate *gate = dataplane_gate(r->env->dp, r->slot, src);
 	struct direction *dir = &r->dir[src];
 	ssize_t n;
 
@@ -620,8 +619,8 @@ void dir_drain(struct redirect *r, int src)
 	 * its EOF from the close (one wakeup, not two). Other targets keep the explicit
 	 * half-close before their close.
 	 */
-	if (!dst->hup &&
-	    !(r->dir[1 - src].state == DIR_DONE && r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT))
+	if (!dst->hup && !(r->dir[1 - src].state == DIR_DONE &&
+			   r->owner->rc->connect.kind == ADDRESS_UNIX_CONNECT))
 		shutdown(dst->fd, SHUT_WR);
 	dir_enter(r, src, DIR_FINISHED);
 	redirect_log(r, LOG_DEBUG, "%s finished, drained in %" PRIu64 " us",
@@ -645,14 +644,14 @@ void redirect_check_source_mapped(struct redirect *r)
 	struct endpoint *ep = &r->ep[CLIENT];
 
 	if (r->userspace || dir->state != DIR_OPEN || !ep->in_map || dir->left_behind ||
-	    socket_inq(ep->fd) <= 0 || dataplane_source_mapped(r->d->dp, ep->cookie))
+	    socket_inq(ep->fd) <= 0 || dataplane_source_mapped(r->env->dp, ep->cookie))
 		return;
 	redirect_log(r, LOG_INFO,
 		     "the client's socket left the sockhash (it shut down reading); the daemon "
 		     "carries client->target once the kernel has sent what it redirected");
 	ep->in_map = false;
 	/* The verdict ran last before now: a pass made from here on has seen all it queued. */
-	dir->drain_epoch = dataplane_queue_epoch(r->d->dp);
+	dir->drain_epoch = dataplane_queue_epoch(r->env->dp);
 	dir_enter(r, CLIENT, DIR_SOURCE_UNHASHED);
 	redirect_step(r);
 }
@@ -670,8 +669,8 @@ void dir_unhashed(struct redirect *r, int src)
 	struct vsockmap_queue_info qi;
 	int err;
 
-	if (!dst->hup && dataplane_exact_drain(dataplane_features(r->d->dp))) {
-		err = dataplane_queue_info(r->d->dp, dst->fd, dst->cookie, dir->drain_epoch,
+	if (!dst->hup && dataplane_exact_drain(dataplane_features(r->env->dp))) {
+		err = dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, dir->drain_epoch,
 					   loop_tick(r), &qi);
 		if (err && err != -ENOENT)
 			return; /* out of descriptors or memory for the pass: the next tick */

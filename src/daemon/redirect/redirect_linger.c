@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "daemon.h"
 #include "redirect_internal.h"
 #include "sockopt.h"
 
@@ -31,7 +30,7 @@
 
 static bool is_tcp(const struct redirect *r, int i)
 {
-	const struct redirect_config *rc = r->l->rc;
+	const struct redirect_config *rc = r->owner->rc;
 
 	return i == TARGET ? rc->connect.kind == ADDRESS_TCP_CONNECT
 			   : rc->listen.kind == ADDRESS_TCP_LISTEN;
@@ -46,7 +45,7 @@ static const char *end_name(int i)
 static bool endpoint_lingers(struct redirect *r, int i, uint64_t now, uint64_t *poll)
 {
 	struct endpoint *ep = &r->ep[i];
-	uint64_t limit = (uint64_t)r->d->cfg.daemon.drain_timeout_ms * USEC_PER_MSEC;
+	uint64_t limit = (uint64_t)r->env->cfg->drain_timeout_ms * USEC_PER_MSEC;
 	int q, err;
 
 	/*
@@ -101,7 +100,7 @@ static bool endpoint_lingers(struct redirect *r, int i, uint64_t now, uint64_t *
 	redirect_log(r, LOG_WARNING,
 		     "the %s took nothing for drain-timeout (%u ms); %d bytes it has not "
 		     "acknowledged are lost",
-		     end_name(i), r->d->cfg.daemon.drain_timeout_ms, q);
+		     end_name(i), r->env->cfg->drain_timeout_ms, q);
 	return false;
 }
 

@@ -12,7 +12,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "daemon.h"
 #include "gate.h"
 #include "redirect_internal.h"
 #include "sockopt.h"
@@ -75,7 +74,7 @@ void dir_enter(struct redirect *r, int src, enum dir_event ev)
 /* The target is a unix server whose shutdown() takes it out of the egress map. */
 static bool watch_unhash(const struct redirect *r)
 {
-	return r->l->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
+	return r->owner->rc->connect.kind == ADDRESS_UNIX_CONNECT &&
 	       (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SYNC);
 }
 

@@ -51,9 +51,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "bpf_dataplane.h"
 #include "bpf_object_id.h"
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "fd_carrier.h"
 #include "handover.h"
 #include "listener.h"
@@ -137,8 +138,8 @@ void handover_reserve_ids(struct daemon *d)
 	size_t i;
 
 	for (i = 0; i < d->passed.n; i++)
-		if (stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.id > d->next_id)
-			d->next_id = p.id;
+		if (stored(d, i) && !parse_pair(stored_name(d, i), &p))
+			redirect_table_reserve_id(&d->env.redirects, p.id);
 }
 
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
@@ -224,23 +225,22 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		safe_close(cfd);
 		safe_close(tfd);
 		/* handover_reserve_slots() kept its slot: nobody else would ever get it. */
-		if (p.slot != REDIRECT_SLOT_USERSPACE && d->dp)
-			dataplane_slot_free(d->dp, p.slot);
+		if (p.slot != REDIRECT_SLOT_USERSPACE && d->env.dp)
+			dataplane_slot_free(d->env.dp, p.slot);
 		return 0;
 	}
-	if (p.id >= d->next_id)
-		d->next_id = p.id;
+	redirect_table_reserve_id(&d->env.redirects, p.id);
 	l = find_listener(d, p.section);
 	if (!l) {
 		/* Its section left the configuration: adopt it to close it cleanly. */
-		l = listener_placeholder(d, p.section, target_kind(tfd));
+		l = listener_placeholder(&d->env, p.section, target_kind(tfd));
 		if (!l) {
 			safe_close(cfd);
 			safe_close(tfd);
 			return -ENOMEM;
 		}
 	}
-	return redirect_adopt(d, l, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
+	return redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
 }
 
 /* "vsm-probe.N": kept for the sockets of the instance that made it (see the top). */
@@ -262,7 +262,7 @@ static void keep_probe_link(struct daemon *d, size_t i)
 
 int handover_adopt(struct daemon *d)
 {
-	bool maps_reused = d->dp && dataplane_maps_reused(d->dp);
+	bool maps_reused = d->env.dp && dataplane_maps_reused(d->env.dp);
 	size_t i, n_stored = 0;
 	int n = 0, r;
 
@@ -403,7 +403,7 @@ static int store_map(void *ctx, const char *name, int fd)
 static void store_probe_links(struct daemon *d, size_t pairs, bool adopted_pairs)
 {
 	struct handover_state *h = &d->handover;
-	int fd = d->dp ? dataplane_probe_link_fd(d->dp) : -ENOENT;
+	int fd = d->env.dp ? dataplane_probe_link_fd(d->env.dp) : -ENOENT;
 	size_t i, n = 0;
 
 	if (!pairs)
@@ -427,7 +427,7 @@ static void store_all(struct daemon *d)
 	uint32_t slot;
 	int cfd, tfd, err;
 
-	err = d->dp ? dataplane_for_each_map(d->dp, store_map, &maps) : 0;
+	err = d->env.dp ? dataplane_for_each_map(d->env.dp, store_map, &maps) : 0;
 	if (err) {
 		log_errno(LOG_ERR, err, "handing the BPF maps to systemd: stopping instead");
 		return;
@@ -441,7 +441,7 @@ static void store_all(struct daemon *d)
 			l->handed_over = true;
 	}
 	fd_carrier_init(&carrier, store_named);
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
 		redirect_handover_info(r, &id, &slot, &half, &cfd, &tfd);
 		if (!redirect_settle(r, &why)) {
 			log_warn("[%s] redirect %" PRIu64 ": not settled after %d ms (%s): closes "
@@ -479,7 +479,7 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 	bool settled = true;
 	const char *why;
 
-	for (r = d->redirects; r; r = redirect_next(r))
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r))
 		if (!redirect_settle(r, &why))
 			settled = false;
 	if (!settled && usec < d->handover.settle_deadline) {
@@ -489,7 +489,7 @@ static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
 		return 0;
 	}
 	store_all(d);
-	return sd_event_exit(d->event, 0);
+	return sd_event_exit(d->env.event, 0);
 }
 
 /* systemd restarts the unit: stop accepting, let redirects settle, store, leave the loop. */
@@ -502,11 +502,12 @@ static int handover_start(struct daemon *d)
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
 	d->handover.settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
-	r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer, d);
+	r = sd_event_add_time_relative(d->env.event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer,
+				       d);
 	if (r < 0)
 		return log_errno(LOG_ERR, r, "restart: stopping instead");
 	/* Only now: a plain stop after a failure above must not act as a handover. */
-	d->handing_over = true;
+	d->env.handing_over = true;
 	log_info("systemd is restarting the service: handing the sockets over");
 	return 0;
 }
@@ -535,7 +536,7 @@ static void on_job_answer(int restart, void *userdata)
 	int r;
 
 	d->handover.answer = restart;
-	r = sd_event_add_defer(d->event, &d->handover.answered, on_answered, d);
+	r = sd_event_add_defer(d->env.event, &d->handover.answered, on_answered, d);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "restart or stop: stopping");
 		d->handover.stop(d);
@@ -547,7 +548,7 @@ int handover_ask(struct daemon *d, void (*stop)(struct daemon *d))
 	int r;
 
 	d->handover.stop = stop;
-	r = systemd_job_ask_restart(d->event, on_job_answer, d, &d->handover.question);
+	r = systemd_job_ask_restart(d->env.event, on_job_answer, d, &d->handover.question);
 	if (r < 0 && r != -ENOTCONN)
 		log_errno(LOG_NOTICE, r, "asking systemd whether this is a restart: stopping");
 	if (!r)

@@ -14,25 +14,9 @@ struct redirect_config;
 
 /*
  * What the previous instance stored comes in d->passed (passed_fds.h), named
- * HANDOVER_PREFIX...; these take it from there.
+ * HANDOVER_PREFIX...; these take it from there. Its state is d->handover (struct
+ * handover_state, daemon_state.h).
  */
-
-/* The queue probe links of previous instances this one keeps (handover.c). */
-#define HANDOVER_PROBE_LINKS_MAX 16
-
-struct systemd_job_query;
-
-/* A restart under way, and what the next instance found. */
-struct handover_state {
-	struct systemd_job_query *question; /* SIGTERM: is it a restart? (not yet answered) */
-	int answer;			    /* its answer, acted on from a defer source: */
-	struct sd_event_source *answered;
-	void (*stop)(struct daemon *d);	    /* not a restart: the daemon's stop */
-	uint64_t settle_deadline; /* stopping: store what has settled by then */
-	bool sha_warned;	  /* starting: the stored maps are another build's (said once) */
-	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
-	size_t n_probe_links;
-};
 
 /*
  * The stored fd of the main object's map NAME, if it came from this very object, or -ENOENT.

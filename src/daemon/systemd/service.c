@@ -6,10 +6,10 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "daemon.h"
+#include "daemon_state.h"
 #include "log.h"
 #include "service.h"
-#include "traffic.h"
+#include "traffic_total.h"
 #include "util.h"
 
 
@@ -41,8 +41,9 @@ void service_status_text(struct daemon *d, char *buf, size_t len)
 	traffic_since_start(d, NULL, &all); /* without memory: 0 B, for this once */
 	format_bytes(all.bytes[0] + all.bytes[1], moved, sizeof(moved));
 	snprintf(buf, len, "%zu listener%s, %zu live redirect%s, %s moved%s", d->n_listeners,
-		 d->n_listeners == 1 ? "" : "s", d->n_redirects, d->n_redirects == 1 ? "" : "s",
-		 moved, all.uncounted[0] || all.uncounted[1] ? " (+ the uncounted fast path)" : "");
+		 d->n_listeners == 1 ? "" : "s", d->env.redirects.n,
+		 d->env.redirects.n == 1 ? "" : "s", moved,
+		 all.uncounted[0] || all.uncounted[1] ? " (+ the uncounted fast path)" : "");
 }
 
 static void send_status(struct daemon *d, const char *extra)
@@ -73,14 +74,14 @@ int service_start(struct daemon *d)
 	int err;
 
 	/* WATCHDOG=1 at a quarter of WatchdogSec=, whenever the loop runs (a no-op without it). */
-	err = sd_event_set_watchdog(d->event, true);
+	err = sd_event_set_watchdog(d->env.event, true);
 	if (err < 0)
 		return log_errno(LOG_ERR, err, "enabling the systemd watchdog");
-	if (err > 0 && sd_event_get_watchdog(d->event) > 0 &&
+	if (err > 0 && sd_event_get_watchdog(d->env.event) > 0 &&
 	    sd_watchdog_enabled(0, &watchdog_usec) > 0)
 		log_info("systemd watchdog: keep-alive from the event loop, timeout %" PRIu64 " ms",
 			 watchdog_usec / USEC_PER_MSEC);
-	err = sd_event_add_time_relative(d->event, &d->service.status_timer, CLOCK_MONOTONIC,
+	err = sd_event_add_time_relative(d->env.event, &d->service.status_timer, CLOCK_MONOTONIC,
 					 SERVICE_STATUS_INTERVAL_SEC * USEC_PER_SEC,
 					 USEC_PER_SEC / 2, on_status_timer, d);
 	if (err < 0)
@@ -104,7 +105,7 @@ void service_notify_reloading(struct daemon *d)
 
 void service_stop(struct daemon *d)
 {
-	if (!d->handing_over)
+	if (!d->env.handing_over)
 		sd_notify(0, "STOPPING=1\nSTATUS=stopping: closing redirects and listeners");
 	d->service.status_timer = sd_event_source_disable_unref(d->service.status_timer);
 	log_flush_suppressed();

@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
+#include "daemon_state.h"
 #include "dgram_forwarder.h"
 #include "listener.h"
 #include "redirect.h"
-#include "traffic.h"
+#include "traffic_total.h"
 
 static size_t listener_index(const struct daemon *d, const struct listener *l)
 {
@@ -37,14 +38,14 @@ int traffic_since_start(struct daemon *d, struct traffic **per_listener, struct 
 		}
 	}
 	/* One read of the kernel's counters for all (a failed one: slot by slot). */
-	if (d->dp)
-		dataplane_counters_snapshot(d->dp);
-	for (r = d->redirects; r; r = redirect_next(r)) {
+	if (d->env.dp)
+		dataplane_counters_snapshot(d->env.dp);
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
 		redirect_get_traffic(r, &moved);
 		traffic_add(&t[listener_index(d, redirect_listener(r))], &moved);
 	}
-	if (d->dp)
-		dataplane_counters_snapshot_drop(d->dp);
+	if (d->env.dp)
+		dataplane_counters_snapshot_drop(d->env.dp);
 	memset(all, 0, sizeof(*all));
 	for (i = 0; i <= d->n_listeners; i++)
 		traffic_add(all, &t[i]);

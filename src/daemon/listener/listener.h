@@ -9,29 +9,16 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "redirect.h"
 #include "socket_file.h"
 #include "traffic.h"
 
-struct daemon;
 struct dgram_forwarder;
 struct listener;
 
-/*
- * What a listener's redirects and datagram forwarder tell it: the calls up, as a table the
- * listener hands down (listener.c fills it), so that redirect/ never calls listener.c.
- */
-struct listener_ops {
-	void (*redirect_opened)(struct listener *l);
-	void (*redirect_failed)(struct listener *l);
-	void (*redirect_closed)(struct listener *l, const struct traffic *moved);
-	/* err from adding a target to the sockhash: true if the redirect should run in user
-	 * space instead (EOPNOTSUPP, datapath=auto); the listener's later ones do too. */
-	bool (*target_refused)(struct listener *l, int err);
-};
-
 struct listener {
-	const struct listener_ops *ops;
-	struct daemon *d;
+	struct redirect_owner owner;	  /* handed to its redirects and its forwarder */
+	struct redirect_env *env;	  /* the daemon's part it sees (redirect.h) */
 	const struct redirect_config *rc; /* &conf */
 	struct redirect_config conf;	  /* its own copy: a reload frees the old configuration */
 	bool retired;	  /* its section was removed: not listening, freed with its last redirect */
@@ -47,7 +34,7 @@ struct listener {
 	char where[160];	       /* for the log: its path, or VSOCK-LISTEN:PORT etc. */
 	char userspace_why[160];
 	sd_event_source *retry; /* accepting again after running out of file descriptors */
-	/* Written by listener.c alone; redirects report through listener_redirect_*(). */
+	/* Written by listener.c alone; redirects report through owner.ops (listener_ops). */
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */
 	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */
@@ -56,14 +43,15 @@ struct listener {
 };
 
 /* Open the section's socket (or take the one systemd passed) and serve it. */
-int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out);
+int listener_open(struct redirect_env *env, const struct redirect_config *rc,
+		  struct listener **out);
 
 /*
  * The same on a listening socket a removed section gave up (listener_give_socket()): fd,
  * whether systemd passed it, and its socket file. The socket is taken, also on failure.
  */
-int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
-		     const struct socket_file_id *file, struct listener **out);
+int listener_open_on(struct redirect_env *env, const struct redirect_config *rc, int fd,
+		     bool activated, const struct socket_file_id *file, struct listener **out);
 
 /*
  * A reload replaces l's section with one on the same listen address: l gives its listening
@@ -90,7 +78,7 @@ void listener_pause(struct listener *l);
  * longer configured, so they can be closed cleanly; target_kind: what their targets are.
  * NULL without memory.
  */
-struct listener *listener_placeholder(struct daemon *d, const char *section,
+struct listener *listener_placeholder(struct redirect_env *env, const char *section,
 				      enum address_kind target_kind);
 
 /* A reload changed max-children: accept again, or stop, as the new limit says. */

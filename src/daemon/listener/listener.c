@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "bpf_dataplane.h"
 #include "dgram_forwarder.h"
 #include "fd_spare.h"
 #include "held_read.h"
@@ -34,7 +34,7 @@ static bool at_limit(const struct listener *l)
 
 static void accepting(struct listener *l, bool on)
 {
-	if (l->io && !l->retired && !l->d->handing_over && !l->retry &&
+	if (l->io && !l->retired && !l->env->handing_over && !l->retry &&
 	    !(l->rc->once && l->accepted))
 		sd_event_source_set_enabled(l->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
@@ -58,7 +58,7 @@ static int accept_again(sd_event_source *s, uint64_t usec, void *userdata)
  */
 static bool accept_failed(struct listener *l, int err)
 {
-	struct daemon *d = l->d;
+	struct redirect_env *env = l->env;
 	char listen[160];
 	bool restored;
 	int fd;
@@ -81,7 +81,7 @@ static bool accept_failed(struct listener *l, int err)
 				 err, "[%s] accept on %s", l->rc->name, l->where);
 	}
 	/* Level-triggered: left enabled, the waiting connection would wake us at once again. */
-	if (!l->retry && sd_event_add_time_relative(d->event, &l->retry, CLOCK_MONOTONIC,
+	if (!l->retry && sd_event_add_time_relative(env->event, &l->retry, CLOCK_MONOTONIC,
 						    ACCEPT_RETRY_USEC, 0, accept_again, l) >= 0)
 		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
 	return false;
@@ -121,14 +121,14 @@ static bool slot_left(struct listener *l)
 	char listen[160];
 
 	/* Redirects carried in user space take no slot, but count toward the limit. */
-	if (l->d->n_redirects < l->d->cfg.daemon.max_redirects &&
-	    (!l->d->dp || l->userspace || !dataplane_slots_full(l->d->dp)))
+	if (l->env->redirects.n < l->env->cfg->max_redirects &&
+	    (!l->env->dp || l->userspace || !dataplane_slots_full(l->env->dp)))
 		return true;
 	l->refused++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
 	log_fields(LOG_WARNING, LOG_CTX(.redirect = l->rc->name, .listen = listen),
 		   "[%s] refused a connection on %s: %u redirects live, the max-redirects limit",
-		   l->rc->name, l->where, l->d->cfg.daemon.max_redirects);
+		   l->rc->name, l->where, l->env->cfg->max_redirects);
 	return false;
 }
 
@@ -164,7 +164,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 		}
 		socket_set_bufs(cfd, &l->rc->listen);
 		l->accepted++;
-		err = redirect_start(l->d, l, cfd); /* takes cfd */
+		err = redirect_start(l->env, &l->owner, l->userspace, cfd); /* takes cfd */
 		if (err) {
 			l->failed++;
 			log_errno(LOG_WARNING, err, "[%s] closed a connection on %s", l->rc->name,
@@ -188,7 +188,7 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	const char *why;
 	int fd;
 
-	fd = socket_activation_claim(&l->d->passed, rc);
+	fd = socket_activation_claim(l->env->passed, rc);
 	if (fd >= 0) {
 		l->activated = true;
 		return fd;
@@ -196,7 +196,7 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	if (fd != -ENOENT)
 		return fd; /* logged */
 	fd = address_is_stream_listener(&rc->listen)
-		 ? passed_fds_take_name(&l->d->passed, STORED_LISTENER_PREFIX, rc->name)
+		 ? passed_fds_take_name(l->env->passed, STORED_LISTENER_PREFIX, rc->name)
 		 : -ENOENT;
 	if (fd >= 0) {
 		l->adopted = true;
@@ -250,19 +250,19 @@ static void listener_close(struct listener *l)
  * takes our socket out of the sockhash and frees the client bytes still queued for it
  * there (unhash_probe.c): a server that half-closes while it still reads would lose them.
  */
-static bool unix_target_unhashed(const struct daemon *d, const struct redirect_config *rc)
+static bool unix_target_unhashed(const struct redirect_env *env, const struct redirect_config *rc)
 {
 	return rc->connect.kind == ADDRESS_UNIX_CONNECT && rc->listen.kind != ADDRESS_UNIX_RECV &&
-	       dataplane_features(d->dp)->shutdown_unhashes_peer;
+	       dataplane_features(env->dp)->shutdown_unhashes_peer;
 }
 
-int listener_open(struct daemon *d, const struct redirect_config *rc, struct listener **out)
+int listener_open(struct redirect_env *env, const struct redirect_config *rc, struct listener **out)
 {
-	return listener_open_on(d, rc, -1, false, NULL, out);
+	return listener_open_on(env, rc, -1, false, NULL, out);
 }
 
-int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd, bool activated,
-		     const struct socket_file_id *file, struct listener **out)
+int listener_open_on(struct redirect_env *env, const struct redirect_config *rc, int fd,
+		     bool activated, const struct socket_file_id *file, struct listener **out)
 {
 	char listen[160], target[160];
 	const struct log_context *ctx =
@@ -277,23 +277,23 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 			safe_close(fd);
 		return -ENOMEM;
 	}
-	l->ops = &listener_ops;
-	l->d = d;
+	l->env = env;
 	l->conf = *rc;
 	l->rc = &l->conf;
+	l->owner = (struct redirect_owner){.l = l, .rc = l->rc, .ops = &listener_ops};
 	rc = l->rc;
 	address_format(&rc->listen, listen, sizeof(listen));
 	address_format(&rc->connect, target, sizeof(target));
 	snprintf(l->where, sizeof(l->where), "%s",
 		 address_has_file(&rc->listen) ? rc->listen.path : listen);
-	if (!d->dp)
-		listener_set_userspace(l, d->userspace_why);
+	if (!env->dp)
+		listener_set_userspace(l, env->userspace_why);
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
-	else if (unix_target_unhashed(d, rc) && d->cfg.daemon.datapath == DATAPATH_AUTO)
+	else if (unix_target_unhashed(env, rc) && env->cfg->datapath == DATAPATH_AUTO)
 		listener_set_userspace(l, "a unix server's shutdown() would free what the kernel "
 					  "still holds for it");
-	else if (unix_target_unhashed(d, rc))
+	else if (unix_target_unhashed(env, rc))
 		log_fields(LOG_WARNING, ctx,
 			   "[%s] datapath=kernel: a unix target on the kernel path loses what the "
 			   "kernel still holds for it when its server shuts down first (its "
@@ -326,12 +326,13 @@ int listener_open_on(struct daemon *d, const struct redirect_config *rc, int fd,
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
-		err = dgram_forwarder_start(d, l, &l->dgram);
+		err = dgram_forwarder_start(env, &l->owner, l->fd, l->activated, l->userspace,
+					    &l->dgram);
 		if (!err && !l->userspace && dgram_forwarder_userspace(l->dgram))
 			listener_set_userspace(l, "no spare datagram verdict left until the "
 						  "next restart");
 	} else
-		err = sd_event_add_io(d->event, &l->io, l->fd, EPOLLIN, on_accept, l);
+		err = sd_event_add_io(env->event, &l->io, l->fd, EPOLLIN, on_accept, l);
 	if (err < 0) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] setting up %s", rc->name, l->where);
 		goto out_close;
@@ -377,7 +378,7 @@ static bool listener_target_refused(struct listener *l, int err)
 	static const char why[] = "the kernel cannot put the target socket in a sockhash "
 				  "(EOPNOTSUPP; vsock needs Linux 6.4)";
 
-	if (err != -EOPNOTSUPP || l->d->cfg.daemon.datapath != DATAPATH_AUTO)
+	if (err != -EOPNOTSUPP || l->env->cfg->datapath != DATAPATH_AUTO)
 		return false;
 	if (!l->userspace) {
 		listener_set_userspace(l, why);
@@ -416,18 +417,18 @@ void listener_pause(struct listener *l)
 		sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
 }
 
-struct listener *listener_placeholder(struct daemon *d, const char *section,
+struct listener *listener_placeholder(struct redirect_env *env, const char *section,
 				      enum address_kind target_kind)
 {
 	struct listener *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
-	l->ops = &listener_ops;
-	l->d = d;
+	l->env = env;
 	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
 	l->conf.connect.kind = target_kind; /* the unix target's half-close rule */
 	l->rc = &l->conf;
+	l->owner = (struct redirect_owner){.l = l, .rc = l->rc, .ops = &listener_ops};
 	l->fd = -1;
 	l->retired = true;
 	return l;
@@ -461,7 +462,7 @@ static void listener_redirect_closed(struct listener *l, const struct traffic *m
 		accepting(l, true);
 	/* Exit status as socat's: 1 if the target could not be reached. */
 	if (l->rc->once && !l->live && l->accepted)
-		sd_event_exit(l->d->event, l->failed ? 1 : 0);
+		sd_event_exit(l->env->event, l->failed ? 1 : 0);
 	if (l->retired && !l->live)
 		free(l);
 }

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's state: config, kernel data path, listeners, live redirects, event loop.
+ * Known to daemon.c and to the top-layer modules it hands itself to (docs/architecture.md,
+ * "Layers"); the layers below see its env (struct redirect_env) at most.
+ */
+#ifndef VSOCKMAP_DAEMON_STATE_H
+#define VSOCKMAP_DAEMON_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "passed_fds.h"
+#include "redirect.h"
+
+struct listener;
+struct redirect;
+struct control_server;
+struct daemon;
+
+/* The queue probe links of previous instances this one keeps (handover.c). */
+#define HANDOVER_PROBE_LINKS_MAX 16
+
+struct systemd_job_query;
+
+/* A restart under way, and what the next instance found. */
+struct handover_state {
+	struct systemd_job_query *question; /* SIGTERM: is it a restart? (not yet answered) */
+	int answer;			    /* its answer, acted on from a defer source: */
+	struct sd_event_source *answered;
+	void (*stop)(struct daemon *d); /* not a restart: the daemon's stop */
+	uint64_t settle_deadline;	/* stopping: store what has settled by then */
+	bool sha_warned; /* starting: the stored maps are another build's (said once) */
+	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
+	size_t n_probe_links;
+};
+
+/* A stop under way (stop_drain.c). */
+struct stop_state {
+	uint64_t deadline;  /* give up on what is left then */
+	uint64_t mark;	    /* the progress mark at the last look */
+	uint64_t next_look; /* when to take the next one */
+	uint64_t epoch;	    /* the queue iterator's pass count when the stop began */
+};
+
+struct daemon {
+	struct config cfg;
+	struct redirect_env env;     /* loop, data plane, redirects: what the layers below see */
+	struct listener **listeners; /* in configuration order */
+	size_t n_listeners;
+	struct control_server *control;
+	uint64_t started_usec;
+	struct stop_state stop;
+	struct handover_state handover;
+	struct passed_fds passed; /* what systemd passed at start, until each is taken */
+	struct {
+		sd_event_source *status_timer; /* STATUS= refresh (service.c) */
+		char last_status[160];	       /* the STATUS= text last sent */
+	} service;
+	sd_event_source *idle_timer;   /* idle-timeout= checks (idle_sweep.c) */
+	sd_event_source *source_watch; /* kernel-path clients still mapped? (source_watch.c) */
+};
+
+#endif
