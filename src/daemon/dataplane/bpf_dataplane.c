@@ -28,6 +28,7 @@
 #define GATES_RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
 #include "dataplane_internal.h"
+#include "psock_wake.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -298,6 +299,9 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 	*out = dp;
 	return 0;
 
+	err = psock_wake_probe_run();
+	dp->features.backlog_wake_error = err < 0 ? err : 0;
+	dp->features.backlog_wakes = err > 0;
 out_free:
 	dataplane_close(dp);
 	return err;
