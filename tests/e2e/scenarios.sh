@@ -862,7 +862,7 @@ e2e_run_dgram() {
 	scenario_dgram_burst
 	[ "$E2E_TARGET" = vsock ] || return 0
 	e2e_start_daemon "$@" || return 1
-	if [ "${E2E_DATAPATH:-}" = userspace ]; then
+	if [ "${E2E_DATAPATH:-}" = userspace ] || e2e_section_userspace seqpacket; then
 		# In user space nothing holds datagrams for an absent target: they wait in the
 		# socket's own queue (net.unix.max_dgram_qlen), and a non-blocking sender gets
 		# EAGAIN. So the target is there first; the records must still keep their bounds.
@@ -886,15 +886,22 @@ e2e_run_dgram() {
 	scenario_seqpacket_held_full "$@"
 }
 
+# e2e_section_userspace NAME: the last daemon started runs section NAME in user space (on a
+# kernel without BPF, or, under datapath=auto, with a vsock target and no backlog wake).
+e2e_section_userspace() {
+	grep -q "data path: user space, for every redirect\|\[$1\] [a-z ]* on .*; data path: user space" \
+		"$E2E_DIR/daemon.log"
+}
+
 # More datagrams held for an absent seqpacket target than the kernel records the lengths of (a
 # test build's 64 here, VSOCKMAPD_TEST_DGRAM_HELD_MAX; the package's 65,536): the verdict drops
 # those beyond whole, the daemon logs how many, and the first 64 arrive as 64 records. Before,
 # each datagram beyond lost its bounds and reached the target merged with its neighbours.
 scenario_seqpacket_held_full() {
 	VSOCKMAPD_TEST_DGRAM_HELD_MAX=64 e2e_start_daemon "$@" || return 1
-	if grep -q 'data path: user space, for every redirect' "$E2E_DIR/daemon.log"; then
+	if e2e_section_userspace seqpacket; then
 		e2e_stop_daemon
-		vmtest_skip seqpacket-held-full "the daemon runs in user space here: no verdict holds datagrams ($(grep -m1 -o 'data path: user space, for every redirect.*' "$E2E_DIR/daemon.log"))"
+		vmtest_skip seqpacket-held-full "the section runs in user space here: no verdict holds datagrams ($(grep -m1 -o 'data path: user space.*' "$E2E_DIR/daemon.log"))"
 		return 0
 	fi
 	vsm-peer client "unix-dgram:$E2E_DIR/seqpacket.sock" --dgram-count 200 --msg-size 4096 \
