@@ -64,7 +64,7 @@ UNIT_BINS	:= $(UNIT_SRCS:tests/unit/%.c=$(OUTPUT)/tests/%) \
 # What a prog test links: the data plane, the only user of libbpf, and what it needs.
 PROG_DEPS	:= $(addprefix $(OUTPUT)/src/daemon/,dataplane/bpf_dataplane.o dataplane/slot_pool.o \
 		   dataplane/dataplane_queues.o dataplane/dgram_plane.o dataplane/insert_probe.o \
-		   dataplane/unhash_probe.o dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
+		   dataplane/unhash_probe.o dataplane/psock_wake.o dataplane/cgroup_self.o sockets/fd_spare.o sockets/sockopt.o)
 # bench/trace's two tools (their rules are below).
 TRACE_TOOLS	:= vsm-trace vsm-profile
 TOOL_BINS	:= $(TOOL_SRCS:tests/tools/%.c=$(OUTPUT)/tools/%) $(TRACE_TOOLS:%=$(OUTPUT)/tools/%)
@@ -146,6 +146,7 @@ $(OUTPUT)/tests/test_socket_file: $(OUTPUT)/src/daemon/sockets/socket_file.o
 $(OUTPUT)/tests/test_listen_socket: $(addprefix $(OUTPUT)/src/daemon/sockets/,listen_socket.o \
 	socket_file.o socket_address.o)
 $(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/daemon/dataplane/slot_pool.o
+$(OUTPUT)/tests/test_psock_wake: $(OUTPUT)/src/daemon/dataplane/psock_wake.o
 $(OUTPUT)/tests/test_fd_carrier: $(addprefix $(OUTPUT)/src/daemon/systemd/,fd_carrier.o \
 	passed_fds.o)
 $(OUTPUT)/tests/test_redirect_phase: $(OUTPUT)/src/daemon/redirect/redirect_phase.o

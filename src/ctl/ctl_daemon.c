@@ -44,13 +44,14 @@ int cmd_reload(int argc, char **argv)
 
 /* ---- status ---------------------------------------------------------------------------- */
 
-enum status_col { ST_NAME, ST_LISTEN, ST_TARGET, ST_DATAPATH, ST_N_COLS };
+enum status_col { ST_NAME, ST_LISTEN, ST_TARGET, ST_DATAPATH, ST_WHY, ST_N_COLS };
 
 static const struct column status_columns[ST_N_COLS] = {
     [ST_NAME] = {"NAME", false},
     [ST_LISTEN] = {"LISTEN", false},
     [ST_TARGET] = {"TARGET", false},
     [ST_DATAPATH] = {"DATAPATH", false},
+    [ST_WHY] = {"WHY", false},
 };
 
 static char *cell_control(struct json_object *control)
@@ -147,12 +148,37 @@ static char *cell_insert(bool v)
 	return strdup("once the daemon has read the client empty");
 }
 
+/*
+ * Why a listener runs in user space: the last column, so its spaces stay (no control
+ * character passes); "-" on the kernel path, and from a daemon that does not say.
+ */
+static char *cell_reason(const char *why)
+{
+	char *copy = strdup(why && *why ? why : "-"), *p;
+
+	for (p = copy; p && *p; p++)
+		if ((unsigned char)*p < ' ' || *p == 0x7f)
+			*p = '?';
+	return copy;
+}
+
 static void status_listener_row(char **row, struct json_object *o)
 {
 	row[ST_NAME] = cell_string(o, "name");
 	row[ST_LISTEN] = cell_string(o, "listen");
 	row[ST_TARGET] = cell_string(o, "target");
 	row[ST_DATAPATH] = cell_datapath(o);
+	row[ST_WHY] = cell_reason(get_string(o, "datapath_reason"));
+}
+
+/* kernel.backlog_wakes: where vsock sections run with datapath=auto, and why. */
+static char *cell_backlog_wake(bool wakes)
+{
+	if (wakes)
+		return strdup("kernel path (a target with room wakes its backlog: kernel/ patch "
+			      "1)");
+	return strdup("user space unless datapath=kernel (a full target's backlog waits out a "
+		      "one-jiffy retry here)");
 }
 
 int print_status(struct json_object *status, FILE *out)
@@ -161,7 +187,7 @@ int print_status(struct json_object *status, FILE *out)
 	struct table t = {.cols = status_columns, .n_cols = ST_N_COLS, .legend = arg_legend};
 	struct json_object *kernel = NULL, *control = NULL, *listeners = NULL;
 	uint64_t pid = 0, redirects, late;
-	bool takes_queued, unhashes;
+	bool takes_queued, unhashes, wakes;
 	int r;
 
 	json_object_object_get_ex(status, "kernel", &kernel);
@@ -189,6 +215,8 @@ int print_status(struct json_object *status, FILE *out)
 			       strdup(unhashes ? "unix ones in user space unless datapath=kernel (a "
 						 "server's shutdown() unhashes its peer)"
 					       : "unix ones on the kernel path too"));
+	if (get_bool(kernel, "backlog_wakes", &wakes))
+		table_add_pair(&pairs, "vsock", cell_backlog_wake(wakes));
 	table_add_pair(&pairs, "btf",
 		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
 	if (get_string(kernel, "bpf_object_sha256"))

@@ -7,8 +7,10 @@
 # (vmtest_pass/fail/skip, wait_for_file, now_ms) and sets:
 #
 #	E2E_TARGET   unix | vsock
-#	E2E_DAEMON_ARGS  options every daemon of e2e_start_daemon gets first (the host's
-#	             --datapath=kernel: unix targets run in user space by default)
+#	E2E_DAEMON_ARGS  options every daemon of e2e_start_daemon, stop_midstream and
+#	             scenario_stop_dgram gets first: --datapath=kernel on the host (unix targets
+#	             run in user space by default) and in the VM (so do vsock ones on a kernel
+#	             without kernel/ patch 1); e2e_run_*_auto run the default
 #	E2E_DIR      a fresh scratch directory
 #	E2E_BIG      size of the long stream (e.g. 256M)
 #	PATH         holding vsockmapd, vsockmapctl and vsm-peer
@@ -208,6 +210,84 @@ e2e_run_unix_target_auto() {
 		vmtest_pass unix-target-path "a UNIX-CONNECT section runs in user space, and the daemon says why"
 	else
 		vmtest_fail unix-target-path "no 'data path: user space' line naming the unix server's shutdown(): $(grep -m1 '\[stream\] listening' "$E2E_DIR/daemon.log")"
+	fi
+	VMTEST_SUFFIX=
+}
+
+# datapath=auto chooses per kernel and per section (psock_wake.c): where the kernel leaves a
+# full target's backlog to a one-jiffy retry (no sk_psock_start_write_space, kernel/ patch 1),
+# a section with a vsock end runs in user space, and says why; unix and TCP targets keep their
+# own choice. The daemon logs what it found once, and status shows it. The answer is checked
+# against /proc/kallsyms, which the daemon does not read (it asks BTF). In the VM, one echo
+# runs under auto, and datapath=kernel must still put the vsock section on the kernel path.
+e2e_run_datapath_auto() {
+	VMTEST_SUFFIX=@auto
+	_da_args=$E2E_DAEMON_ARGS
+	E2E_DAEMON_ARGS=
+	e2e_start_daemon || { E2E_DAEMON_ARGS=$_da_args; VMTEST_SUFFIX=; return 1; }
+	[ "$E2E_TARGET" != vsock ] || scenario_echo
+	_da_status=$(vsockmapctl -s "$E2E_DIR/control.sock" status)
+	_da_json=$(vsockmapctl -s "$E2E_DIR/control.sock" -j status | tr -d ' \n')
+	e2e_stop_daemon
+	E2E_DAEMON_ARGS=$_da_args
+	_da_said=$(grep -c 'backlog wake: ' "$E2E_DIR/daemon.log")
+	_da_line=$(grep -m1 -o 'backlog wake: .*' "$E2E_DIR/daemon.log")
+	if grep -q ' sk_psock_start_write_space$' /proc/kallsyms 2>/dev/null; then
+		_da_want="backlog wake: at once" _da_json_want='"backlog_wakes":true'
+	else
+		_da_want="backlog wake: none" _da_json_want='"backlog_wakes":false'
+	fi
+	_da_vsock="vsock, and this kernel leaves a full target's backlog to a one-jiffy retry"
+	if [ "$_da_said" -ne 1 ] || ! printf '%s' "$_da_line" | grep -q "^$_da_want"; then
+		vmtest_fail backlog-wake-logged "want one '$_da_want' line (/proc/kallsyms), the log has $_da_said: $_da_line"
+	elif ! printf '%s' "$_da_json" | grep -q "$_da_json_want"; then
+		vmtest_fail backlog-wake-logged "the log says '$_da_want', status --json does not: $_da_json"
+	else
+		vmtest_pass backlog-wake-logged "$(uname -r): once, as kallsyms has it: $_da_line"
+	fi
+	# unix -> TCP keeps the kernel path on every kernel.
+	if grep -q '\[tcp\] listening on .*; data path: kernel$' "$E2E_DIR/daemon.log" &&
+		printf '%s' "$_da_json" | grep -q '"name":"tcp","listen":"[^"]*","target":"[^"]*","datapath":"kernel","datapath_in":"daemon","datapath_reason":null'; then
+		vmtest_pass tcp-target-kernel "a TCP target keeps the kernel path under auto (log and status)"
+	else
+		vmtest_fail tcp-target-kernel "log: $(grep -m1 '\[tcp\] listening' "$E2E_DIR/daemon.log") | status: $_da_json"
+	fi
+	if [ "$E2E_TARGET" != vsock ]; then
+		# A unix target keeps its own reason (unhash_probe.c), never the vsock one.
+		if grep -q "\[stream\] listening on .*$_da_vsock" "$E2E_DIR/daemon.log"; then
+			vmtest_fail unix-target-not-vsock "a unix target was given the vsock reason: $(grep -m1 '\[stream\] listening' "$E2E_DIR/daemon.log")"
+		else
+			vmtest_pass unix-target-not-vsock "$(grep -m1 -o '\[stream\] listening on .*' "$E2E_DIR/daemon.log" | sed 's/listening on [^;]*; //')"
+		fi
+		VMTEST_SUFFIX=
+		return 0
+	fi
+	if [ "$_da_want" = "backlog wake: at once" ]; then
+		_da_stream='\[stream\] listening on .*; data path: kernel$'
+		_da_dgram='\[dgram\] receiving datagrams on .*; data path: kernel$'
+	else
+		_da_stream="\\[stream\\] listening on .*; data path: user space ($_da_vsock"
+		_da_dgram="\\[dgram\\] receiving datagrams on .*; data path: user space ($_da_vsock"
+	fi
+	if ! grep -q "$_da_stream" "$E2E_DIR/daemon.log" || ! grep -q "$_da_dgram" "$E2E_DIR/daemon.log"; then
+		vmtest_fail vsock-auto-path "want /$_da_stream/ and /$_da_dgram/: $(grep -E '\[(stream|dgram)\] (listening|receiving)' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
+	elif [ "$_da_want" = "backlog wake: none" ] &&
+		! printf '%s\n' "$_da_status" | grep -q "^stream .* daemon/daemon  $_da_vsock"; then
+		vmtest_fail vsock-auto-path "the log says user space, status does not show it with its reason: $_da_status"
+	else
+		vmtest_pass vsock-auto-path "$(grep -m1 -o '\[stream\] listening on .*' "$E2E_DIR/daemon.log" | sed 's/listening on [^;]*; //'); status: $(printf '%s\n' "$_da_status" | grep '^vsock:' | tr -s ' ')"
+	fi
+	# datapath=kernel: the kernel path all the same, and the daemon says it was asked for.
+	E2E_DAEMON_ARGS=--datapath=kernel
+	e2e_start_daemon && e2e_stop_daemon
+	E2E_DAEMON_ARGS=$_da_args
+	if grep -q '\[stream\] listening on .*; data path: kernel$' "$E2E_DIR/daemon.log" &&
+		grep -q '\[dgram\] receiving datagrams on .*; data path: kernel$' "$E2E_DIR/daemon.log" &&
+		{ [ "$_da_want" = "backlog wake: at once" ] ||
+			grep -q 'datapath=kernel keeps vsock sections on the kernel path' "$E2E_DIR/daemon.log"; }; then
+		vmtest_pass vsock-kernel-asked "datapath=kernel: $(grep -m1 -o '\[stream\] listening on .*' "$E2E_DIR/daemon.log" | sed 's/listening on [^;]*; //'); $(grep -m1 -o 'backlog wake: [a-z ]*' "$E2E_DIR/daemon.log")"
+	else
+		vmtest_fail vsock-kernel-asked "$(grep -E 'backlog wake|\[(stream|dgram)\] (listening|receiving)' "$E2E_DIR/daemon.log" | tr '\n' ' ')"
 	fi
 	VMTEST_SUFFIX=
 }
@@ -782,7 +862,7 @@ e2e_run_dgram() {
 	scenario_dgram_burst
 	[ "$E2E_TARGET" = vsock ] || return 0
 	e2e_start_daemon "$@" || return 1
-	if [ "${E2E_DATAPATH:-}" = userspace ]; then
+	if [ "${E2E_DATAPATH:-}" = userspace ] || e2e_section_userspace seqpacket; then
 		# In user space nothing holds datagrams for an absent target: they wait in the
 		# socket's own queue (net.unix.max_dgram_qlen), and a non-blocking sender gets
 		# EAGAIN. So the target is there first; the records must still keep their bounds.
@@ -806,15 +886,22 @@ e2e_run_dgram() {
 	scenario_seqpacket_held_full "$@"
 }
 
+# e2e_section_userspace NAME: the last daemon started runs section NAME in user space (on a
+# kernel without BPF, or, under datapath=auto, with a vsock target and no backlog wake).
+e2e_section_userspace() {
+	grep -q "data path: user space, for every redirect\|\[$1\] [a-z ]* on .*; data path: user space" \
+		"$E2E_DIR/daemon.log"
+}
+
 # More datagrams held for an absent seqpacket target than the kernel records the lengths of (a
 # test build's 64 here, VSOCKMAPD_TEST_DGRAM_HELD_MAX; the package's 65,536): the verdict drops
 # those beyond whole, the daemon logs how many, and the first 64 arrive as 64 records. Before,
 # each datagram beyond lost its bounds and reached the target merged with its neighbours.
 scenario_seqpacket_held_full() {
 	VSOCKMAPD_TEST_DGRAM_HELD_MAX=64 e2e_start_daemon "$@" || return 1
-	if grep -q 'data path: user space, for every redirect' "$E2E_DIR/daemon.log"; then
+	if e2e_section_userspace seqpacket; then
 		e2e_stop_daemon
-		vmtest_skip seqpacket-held-full "the daemon runs in user space here: no verdict holds datagrams ($(grep -m1 -o 'data path: user space, for every redirect.*' "$E2E_DIR/daemon.log"))"
+		vmtest_skip seqpacket-held-full "the section runs in user space here: no verdict holds datagrams ($(grep -m1 -o 'data path: user space.*' "$E2E_DIR/daemon.log"))"
 		return 0
 	fi
 	vsm-peer client "unix-dgram:$E2E_DIR/seqpacket.sock" --dgram-count 200 --msg-size 4096 \
@@ -925,7 +1012,8 @@ stop_midstream() {
 		--ready-file "$_ms_dir/srv.ready" --timeout 60 >"$_ms_dir/server" 2>&1 &
 	_ms_srv=$!
 	wait_for_file "$_ms_dir/srv.ready" 10
-	vsockmapd -d -d --control "$_ms_dir/ctl.sock" "$@" "$_ms_listen" "$_ms_target" \
+	# shellcheck disable=SC2086 # E2E_DAEMON_ARGS: words, e.g. --datapath=kernel
+	vsockmapd -d -d --control "$_ms_dir/ctl.sock" ${E2E_DAEMON_ARGS:-} "$@" "$_ms_listen" "$_ms_target" \
 		2>"$_ms_dir/daemon.log" &
 	_ms_daemon=$!
 	wait_for_socket "$_ms_dir/ctl.sock" 10
@@ -992,7 +1080,8 @@ scenario_stop_dgram() {
 		--read-size 16384 --ready-file "$_sd_dir/srv.ready" --timeout 60 >"$_sd_dir/server" 2>&1 &
 	_sd_srv=$!
 	wait_for_file "$_sd_dir/srv.ready" 10
-	vsockmapd -d -d --control "$_sd_dir/ctl.sock" "$@" "UNIX-RECV:$_sd_dir/dg.sock" \
+	# shellcheck disable=SC2086 # E2E_DAEMON_ARGS: words, e.g. --datapath=kernel
+	vsockmapd -d -d --control "$_sd_dir/ctl.sock" ${E2E_DAEMON_ARGS:-} "$@" "UNIX-RECV:$_sd_dir/dg.sock" \
 		"$_sd_target" 2>"$_sd_dir/daemon.log" &
 	_sd_daemon=$!
 	wait_for_socket "$_sd_dir/ctl.sock" 10
@@ -1077,4 +1166,5 @@ e2e_run_common() {
 	[ "${E2E_SUBSET:-}" = drain ] || e2e_run_userspace
 	e2e_run_permanent
 	e2e_run_unix_target_auto
+	e2e_run_datapath_auto
 }

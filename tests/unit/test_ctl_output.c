@@ -395,11 +395,16 @@ static const char status_response[] =
     "\"iterator\":false,\"iterator_error\":\"refused by the kernel: EPERM\","
     "\"btf\":\"/sys/kernel/btf/vmlinux\",\"bpf_object_sha256\":\"97d704b63d48\","
     "\"fastpath\":\"counted\",\"insert_takes_queued\":true,\"shutdown_unhashes_peer\":true,"
-    "\"msg_verdict_runs\":3},\"drain\":\"timed\",\"datapath\":\"kernel\",\"datapath_reason\":null,\"listeners\":["
+    "\"backlog_wakes\":false,"
+    "\"msg_verdict_runs\":3},\"drain\":\"timed\",\"datapath\":\"kernel\",\"datapath_reason\":null,"
+    "\"listeners\":["
     "{\"name\":\"echo\",\"listen\":\"UNIX-LISTEN:/run/vsockmap/echo.sock\",\"target\":"
-    "\"VSOCK-CONNECT:2:5000\",\"datapath\":\"kernel\",\"datapath_in\":\"daemon\"},"
+    "\"VSOCK-CONNECT:2:5000\",\"datapath\":\"daemon\",\"datapath_in\":\"daemon\","
+    "\"datapath_reason\":\"vsock, and this kernel leaves a full target's backlog to a "
+    "one-jiffy retry (no sk_psock_start_write_space: kernel/ patch 1)\"},"
     "{\"name\":\"logs\",\"listen\":\"UNIX-RECV:/run/vsockmap/logs.sock\",\"target\":"
-    "\"VSOCK-CONNECT:2:5001\",\"datapath\":\"kernel\",\"datapath_in\":\"daemon\"}],"
+    "\"TCP-CONNECT:127.0.0.1:5001\",\"datapath\":\"kernel\",\"datapath_in\":\"daemon\","
+    "\"datapath_reason\":null}],"
     "\"redirects\":2,\"late_inserts\":0}}";
 
 static const char no_such_redirect[] =
@@ -775,13 +780,19 @@ static void test_status_plain(void **state)
 	    "insert:      at once (the kernel passes what a client queued to the verdict)\n"
 	    "targets:     unix ones in user space unless datapath=kernel (a server's shutdown() "
 	    "unhashes its peer)\n"
+	    "vsock:       user space unless datapath=kernel (a full target's backlog waits out "
+	    "a one-jiffy retry here)\n"
 	    "btf:         /sys/kernel/btf/vmlinux\n"
 	    "bpf object:  97d704b63d48\n"
 	    "redirects:   2 live, 0 late inserts\n"
 	    "\n"
-	    "NAME  LISTEN                               TARGET                DATAPATH\n"
-	    "echo  UNIX-LISTEN:/run/vsockmap/echo.sock  VSOCK-CONNECT:2:5000  kernel/daemon\n"
-	    "logs  UNIX-RECV:/run/vsockmap/logs.sock    VSOCK-CONNECT:2:5001  kernel/daemon\n");
+	    "NAME  LISTEN                               TARGET                      DATAPATH       "
+	    "WHY\n"
+	    "echo  UNIX-LISTEN:/run/vsockmap/echo.sock  VSOCK-CONNECT:2:5000        daemon/daemon  "
+	    "vsock, and this kernel leaves a full target's backlog to a one-jiffy retry (no "
+	    "sk_psock_start_write_space: kernel/ patch 1)\n"
+	    "logs  UNIX-RECV:/run/vsockmap/logs.sock    TCP-CONNECT:127.0.0.1:5001  kernel/daemon  "
+	    "-\n");
 }
 
 static void test_close_plain(void **state)

@@ -95,6 +95,8 @@ k2=$(measure "$D/via-vsockmapd.sock")
 s2=$(measure "$D/via-socat.sock")
 say ""
 say "64 MiB UDS -> vsock, same boot, two runs each: vsockmapd $k1 / $k2 MB/s, socat -b 65536 $s1 / $s2 MB/s"
+# The default (datapath=auto) chooses per kernel: say which path it took here, and why.
+say "the default, datapath=auto, for [sink] on $(uname -r): $(sed -n 's/.*\[sink\] listening on [^;]*; //p' "$D/bench-daemon.log")"
 if [ -n "$k1" ] && [ -n "$s1" ]; then
 	vmtest_pass demo-throughput "vsockmapd $k1/$k2 MB/s, socat -b 65536 $s1/$s2 MB/s"
 else

@@ -19,6 +19,10 @@
 
 E2E_DIR=$VMTEST_TMP/e2e
 E2E_TARGET=vsock
+# The kernel path, asked for: with datapath=auto a vsock section runs in user space on a
+# kernel without kernel/ patch 1 (psock_wake.c). e2e_run_datapath_auto runs the default,
+# e2e_run_userspace and the *-userspace cases the user-space path.
+E2E_DAEMON_ARGS=--datapath=kernel
 E2E_BIG=${E2E_BIG:-256M}
 E2E_TAIL=${E2E_TAIL:-64M} # the forced late-insert uploads (scenario_late_insert_tail)
 E2E_BPF_SHA_FILE=/usr/lib/vmtest/bpf-object.sha256

@@ -24,6 +24,9 @@ cat >"$D/vsockmap.conf" <<CONF
 [daemon]
 control = $D/control.sock
 log-level = info
+# The kernel path, asked for: auto runs vsock sections in user space on a kernel without
+# kernel/ patch 1 (docs/datapath.md).
+datapath = kernel
 idle-timeout = 5
 
 [soak]

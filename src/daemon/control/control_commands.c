@@ -551,6 +551,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 	    d->env.dp ? json_object_new_boolean(f->insert_takes_queued) : NULL);
 	add(kernel, "shutdown_unhashes_peer",
 	    d->env.dp ? json_object_new_boolean(f->shutdown_unhashes_peer) : NULL);
+	add(kernel, "backlog_wakes", d->env.dp ? json_object_new_boolean(f->backlog_wakes) : NULL);
 	add(kernel, "msg_verdict_runs",
 	    d->env.dp ? json_object_new_uint64(dataplane_msg_runs(d->env.dp)) : NULL);
 	add(status, "kernel", kernel);
@@ -576,6 +577,7 @@ static int cmd_status(struct daemon *d, const struct control_peer *peer,
 		}
 		add_string(o, "datapath", datapath_name(&info, VSOCKMAP_DIR_TO_TARGET));
 		add_string(o, "datapath_in", datapath_name(&info, VSOCKMAP_DIR_TO_CLIENT));
+		add_string(o, "datapath_reason", l->userspace ? l->userspace_why : NULL);
 		json_object_array_add(arr, o);
 	}
 	add(status, "listeners", arr);

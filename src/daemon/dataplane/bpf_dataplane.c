@@ -28,6 +28,7 @@
 #define GATES_RESERVE_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 
 #include "dataplane_internal.h"
+#include "psock_wake.h"
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -295,6 +296,9 @@ int dataplane_open(struct dataplane **out, enum drain_mode mode, bool permanent,
 			  "asking whether a unix server's shutdown() takes its peer out of the "
 			  "sockhash; assuming it does");
 	dp->features.shutdown_unhashes_peer = err != 0;
+	err = psock_wake_probe_run();
+	dp->features.backlog_wake_error = err < 0 ? err : 0;
+	dp->features.backlog_wakes = err > 0;
 	*out = dp;
 	return 0;
 

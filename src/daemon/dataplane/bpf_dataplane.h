@@ -38,6 +38,12 @@ struct dataplane_features {
 	 * what the kernel still held for it (unhash_probe.c).
 	 */
 	bool shutdown_unhashes_peer;
+	/*
+	 * A redirect target that has room again wakes its psock's backlog at once (kernel/
+	 * patch 1, psock_wake.c); without it the worker waits out a one-jiffy retry.
+	 */
+	bool backlog_wakes;
+	int backlog_wake_error; /* -errno: the kernel's BTF could not be read; assumed not */
 };
 
 /* An exact drain signal is in use (the probe or the iterator). */

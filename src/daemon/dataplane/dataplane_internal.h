@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The data plane's insides, shared by its files and nothing else (all four are the
+ * The data plane's insides, shared by its files and nothing else (these four and psock_wake.c are the
  * daemon's only users of libbpf): bpf_dataplane.c (load, attach, slots, the maps, counters),
  * dataplane_queues.c (queue lengths: the probe and the iterator), dgram_plane.c (a
  * UNIX-RECV listener's own verdict) and insert_probe.c (what an insert does with queued

@@ -14,6 +14,7 @@
 #include "listener.h"
 #include "log.h"
 #include "peer_access.h"
+#include "psock_wake.h"
 #include "redirect.h"
 #include "listen_socket.h"
 #include "socket_activation.h"
@@ -290,6 +291,10 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 		listener_set_userspace(l, env->userspace_why);
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
+	else if (env->cfg->datapath == DATAPATH_AUTO &&
+		 (why = psock_wake_userspace_why(dataplane_features(env->dp)->backlog_wakes,
+						 rc->listen.kind, rc->connect.kind)))
+		listener_set_userspace(l, why);
 	else if (unix_target_unhashed(env, rc) && env->cfg->datapath == DATAPATH_AUTO)
 		listener_set_userspace(l, "a unix server's shutdown() would free what the kernel "
 					  "still holds for it");
