@@ -1,0 +1,269 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=sh
+#
+# suite-virtio.sh - vsockmapd over the transport users run: virtio-vsock to Debian's
+# vhost-device-vsock on the host (tests/vm/run.sh --virtio), the peers on the host as unix
+# sockets, every byte verified by vsm-peer at the far end.
+#
+#	tests/vm/run.sh tests/vm/suite-virtio.sh --virtio
+#
+# Each data path (kernel, userspace; set explicitly) carries:
+#   up     guest UNIX-LISTEN -> VSOCK-CONNECT:2:P -> the host's unix server
+#   down   the host's client -> backend -> guest VSOCK-LISTEN:P -> UNIX-CONNECT, a guest server
+#   echo   up, with every byte coming back
+#   dgram  guest UNIX-RECV -> VSOCK-CONNECT:2:P, 64 KiB datagrams into a host stream server
+#   stop   SIGTERM while an upload runs into a slow host reader
+#   reload SIGHUP while uploads run
+# Nothing here depends on a half-close: vhost-device-vsock 0.3.0 does not pass a guest's
+# shutdown(SHUT_WR) on, and turns a host's into a full shutdown (tests/vm/README.md).
+
+# shellcheck source=tests/lib/harness.sh
+. "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+
+V_DIR=$VMTEST_TMP/virtio
+V_AGENT_PORT=9000 # tests/vm/virtio-host.sh
+V_UP=${V_UP:-32M}
+mkdir -p "$V_DIR"
+
+# host_req WORD...: one request to the host agent (tests/vm/virtio-agent.sh), its answer on
+# stdout. socat's -t: the answer of a "wait" may take minutes after our side is done.
+host_req() {
+	printf '%s\n' "$*" | socat -t 600 -T 600 - "VSOCK-CONNECT:2:$V_AGENT_PORT"
+}
+
+# host_server NAME PORT ARG...: a vsm-peer server on the host, behind guest CID 2 port PORT;
+# once it listens, SERVER_PID is a guest process that ends with its exit status, having
+# written its output to $V_DIR/NAME.server.
+host_server() {
+	_hs=$(host_req server "$@")
+	if [ "$_hs" != ready ]; then
+		echo "host server $1: ${_hs:-no answer}" >"$V_DIR/$1.server"
+		SERVER_PID=
+		return 1
+	fi
+	host_wait "$1" >"$V_DIR/$1.server" &
+	SERVER_PID=$!
+}
+
+# host_wait NAME: the output of host peer NAME once it ended; its exit status.
+host_wait() {
+	host_req wait "$1" 300 >"$V_DIR/$1.wait"
+	grep -v '^rc=' "$V_DIR/$1.wait"
+	_hw=$(sed -n 's/^rc=\([0-9]*\)$/\1/p' "$V_DIR/$1.wait")
+	return "${_hw:-125}"
+}
+
+# verdict NAME CLIENT_RC SERVER_RC CLIENT_OUT SERVER_OUT DETAIL
+verdict() {
+	if [ "$2" -eq 0 ] && [ "$3" -eq 0 ]; then
+		vmtest_pass "$1" "$6 | $(grep '^server total' "$5")"
+	else
+		vmtest_fail "$1" "client rc=$2 server rc=$3 | $(tail -n 2 "$4" | tr '\n' ' ') | $(tail -n 2 "$5" | tr '\n' ' ')"
+	fi
+}
+
+# ---- the filter of the host's processes -------------------------------------------------
+# tests/tools/vsm-novsock must refuse AF_VSOCK where vsock exists: a vsock listener comes up
+# without it and fails with EPERM under it; a unix one comes up under it.
+check_novsock() {
+	rm -f "$V_DIR/nv.ready"
+	vsm-peer server vsock:any:7990 --count 1 --timeout 1 --ready-file "$V_DIR/nv.ready" \
+		>"$V_DIR/nv-plain.out" 2>&1
+	_plain=$?
+	vsm-novsock vsm-peer server vsock:any:7991 --count 1 --timeout 1 \
+		--ready-file "$V_DIR/nv-f.ready" >"$V_DIR/nv-filtered.out" 2>&1
+	_filtered=$?
+	vsm-novsock vsm-peer server "unix:$V_DIR/nv.sock" --count 1 --timeout 1 \
+		--ready-file "$V_DIR/nv-u.ready" >/dev/null 2>&1
+	if [ ! -e "$V_DIR/nv.ready" ]; then
+		vmtest_fail novsock-filter "without the filter, no vsock listener: $(tail -n 1 "$V_DIR/nv-plain.out")"
+	elif [ $_filtered -ne 2 ] || [ -e "$V_DIR/nv-f.ready" ] ||
+		! grep -q 'socket vsock:any:7991: Operation not permitted' "$V_DIR/nv-filtered.out"; then
+		vmtest_fail novsock-filter "under vsm-novsock: rc=$_filtered $(tail -n 1 "$V_DIR/nv-filtered.out")"
+	elif [ ! -e "$V_DIR/nv-u.ready" ]; then
+		vmtest_fail novsock-filter "under vsm-novsock a unix listener did not come up"
+	else
+		vmtest_pass novsock-filter "socket(AF_VSOCK) works (rc=$_plain after its 1 s), under vsm-novsock: $(cat "$V_DIR/nv-filtered.out"); AF_UNIX still works"
+	fi
+}
+
+check_transport() {
+	if [ -d /sys/bus/virtio/drivers/vmw_vsock_virtio_transport ] &&
+		ls /sys/bus/virtio/drivers/vmw_vsock_virtio_transport | grep -q virtio &&
+		! grep -q '^vsock_loopback ' /proc/modules; then
+		vmtest_pass virtio-transport "a virtio-vsock device bound to vmw_vsock_virtio_transport, no vsock_loopback"
+	else
+		vmtest_fail virtio-transport "no virtio-vsock device: $(ls /sys/bus/virtio/drivers 2>&1 | tr '\n' ' '); modules: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
+	fi
+}
+
+# ---- the daemon ---------------------------------------------------------------------------
+# Ports: PATH_BASE + 0 up, + 1 down (the guest's VSOCK-LISTEN), + 2 dgram, + 3 echo.
+start_daemon() { # DATAPATH BASE
+	_dp=$1
+	V_BASE=$2
+	cat >"$V_DIR/vsockmap.conf" <<CONF
+[daemon]
+control = $V_DIR/control.sock
+connect-timeout = 5
+datapath = $_dp
+
+[up]
+listen  = UNIX-LISTEN:$V_DIR/up.sock
+connect = VSOCK-CONNECT:2:$V_BASE
+
+[down]
+listen  = VSOCK-LISTEN:$((V_BASE + 1))
+connect = UNIX-CONNECT:$V_DIR/down.sock
+
+[dgram]
+listen  = UNIX-RECV:$V_DIR/dgram.sock
+connect = VSOCK-CONNECT:2:$((V_BASE + 2))
+
+[echo]
+listen  = UNIX-LISTEN:$V_DIR/echo.sock
+connect = VSOCK-CONNECT:2:$((V_BASE + 3))
+CONF
+	vsockmapd -c "$V_DIR/vsockmap.conf" 2>"$V_DIR/daemon-$_dp.log" &
+	V_DAEMON=$!
+	if ! wait_for_socket "$V_DIR/control.sock" 10; then
+		vmtest_fail "daemon-start" "vsockmapd did not come up: $(tail -n 3 "$V_DIR/daemon-$_dp.log")"
+		return 1
+	fi
+}
+
+stop_daemon() {
+	kill "$V_DAEMON" 2>/dev/null
+	wait "$V_DAEMON" 2>/dev/null
+	rm -f "$V_DIR/control.sock"
+}
+
+# ---- scenarios ---------------------------------------------------------------------------
+scenario_up() {
+	_n=up-$_dp
+	host_server "$_n" "$V_BASE" --sink --count 1 --expect "$V_UP" --timeout 240 || true
+	vsm-peer client "unix:$V_DIR/up.sock" --send "$V_UP" --timeout 240 >"$V_DIR/$_n.client" 2>&1
+	_crc=$?
+	wait $SERVER_PID
+	verdict "$_n" $_crc $? "$V_DIR/$_n.client" "$V_DIR/$_n.server" \
+		"guest unix -> vsock CID 2 -> host unix server, $V_UP verified on the host"
+}
+
+scenario_down() {
+	_n=down-$_dp
+	vsm-peer server "unix:$V_DIR/down.sock" --sink --count 1 --expect "$V_UP" --timeout 240 \
+		--ready-file "$V_DIR/$_n.ready" >"$V_DIR/$_n.server" 2>&1 &
+	_spid=$!
+	wait_for_file "$V_DIR/$_n.ready" 10
+	_r=$(host_req client "$_n" $((V_BASE + 1)) --send "$V_UP" --timeout 240 --connect-timeout 10)
+	host_wait "$_n" >"$V_DIR/$_n.client"
+	_crc=$?
+	[ "$_r" = started ] || echo "agent: $_r" >>"$V_DIR/$_n.client"
+	wait $_spid
+	verdict "$_n" $_crc $? "$V_DIR/$_n.client" "$V_DIR/$_n.server" \
+		"host client -> backend -> guest VSOCK-LISTEN -> unix server, $V_UP verified in the guest"
+}
+
+scenario_echo() {
+	_n=echo-$_dp
+	host_server "$_n" $((V_BASE + 3)) --echo --count 1 --timeout 240 || true
+	vsm-peer client "unix:$V_DIR/echo.sock" --send 8M --after echo --timeout 240 \
+		>"$V_DIR/$_n.client" 2>&1
+	_crc=$?
+	wait $SERVER_PID
+	verdict "$_n" $_crc $? "$V_DIR/$_n.client" "$V_DIR/$_n.server" \
+		"8 MiB to a host echo server and back, verified in the guest"
+}
+
+# The datagrams' stream ends when the daemon stops: this one stops it. Its host server came up
+# before the daemon (run_datapath): a target that comes up only later is scenario_dgram_late.
+scenario_dgram() {
+	_n=dgram-$_dp
+	vsm-peer client "unix-dgram:$V_DIR/dgram.sock" --dgram-count 100 --msg-size 64K \
+		>"$V_DIR/$_n.client" 2>&1
+	_crc=$?
+	sleep 1
+	stop_daemon
+	wait $V_DGRAM_PID
+	verdict "$_n" $_crc $? "$V_DIR/$_n.client" "$V_DIR/$_n.server" \
+		"100 datagrams of 64 KiB into one stream to a host server, verified there"
+}
+
+# SIGTERM while a client uploads into a slow host reader: the host must get every byte the
+# client's writes handed over, verified, then EOF; the daemon exits 0.
+scenario_stop() {
+	_n=stop-$_dp
+	start_daemon "$_dp" "$V_BASE" || return
+	host_server "$_n" "$V_BASE" --sink --count 1 --slow 2000 --read-size 16384 --timeout 120 ||
+		true
+	vsm-peer client "unix:$V_DIR/up.sock" --send 256M --timeout 120 >"$V_DIR/$_n.client" 2>&1 &
+	_cpid=$!
+	sleep 2
+	kill -TERM "$V_DAEMON"
+	_t=0
+	while kill -0 "$V_DAEMON" 2>/dev/null && [ $_t -lt 300 ]; do
+		sleep 0.1
+		_t=$((_t + 1))
+	done
+	kill -KILL "$V_DAEMON" 2>/dev/null
+	wait "$V_DAEMON"
+	_drc=$?
+	rm -f "$V_DIR/control.sock"
+	wait $_cpid
+	wait $SERVER_PID
+	_src=$?
+	_sent=$(sed -n 's/^client conn=[0-9]* sent=\([0-9]*\).*/\1/p' "$V_DIR/$_n.client")
+	_line=$(grep -m1 '^server conn=' "$V_DIR/$_n.server")
+	_got=$(printf '%s' "$_line" | sed -n 's/^server conn=[0-9]* bytes=\([0-9]*\).*/\1/p')
+	if [ $_drc -ne 0 ] || [ $_t -ge 300 ]; then
+		vmtest_fail "$_n" "daemon exit $_drc after $((_t / 10)) s: $(tail -n 2 "$V_DIR/daemon-$_dp.log" | tr '\n' ' ')"
+	elif [ -z "$_sent" ] || [ "$_sent" != "$_got" ] ||
+		! printf '%s' "$_line" | grep -q 'verify=ok.*eof=clean'; then
+		vmtest_fail "$_n" "the client handed over ${_sent:-?} bytes, the host got ${_got:-?} (lost $((${_sent:-0} - ${_got:-0}))); server: ${_line:-nothing} rc=$_src"
+	else
+		vmtest_pass "$_n" "SIGTERM mid-upload into a slow host reader: exit 0 within $((_t / 10 + 1)) s; the host got all $_got bytes the client wrote, verified, then EOF"
+	fi
+}
+
+# SIGHUP twice while four uploads run (the configuration unchanged): none loses a byte.
+scenario_reload() {
+	_n=reload-$_dp
+	start_daemon "$_dp" "$V_BASE" || return
+	host_server "$_n" "$V_BASE" --sink --seeds 4 --count 4 --expect 4M --timeout 240 || true
+	vsm-peer client "unix:$V_DIR/up.sock" --parallel 4 --send 4M --timeout 240 \
+		>"$V_DIR/$_n.client" 2>&1 &
+	_cpid=$!
+	sleep 1
+	kill -HUP "$V_DAEMON"
+	sleep 1
+	kill -HUP "$V_DAEMON"
+	wait $_cpid
+	_crc=$?
+	wait $SERVER_PID
+	_src=$?
+	_hups=$(grep -c 'reload' "$V_DIR/daemon-$_dp.log")
+	stop_daemon
+	verdict "$_n" $_crc $_src "$V_DIR/$_n.client" "$V_DIR/$_n.server" \
+		"4 uploads of 4 MiB, two reloads (SIGHUP) meanwhile ($_hups log lines say reload)"
+}
+
+run_datapath() { # DATAPATH BASE
+	_dp=$1
+	host_server "dgram-$1" $(($2 + 2)) --sink --count 1 --expect 6400K --timeout 240 || true
+	V_DGRAM_PID=$SERVER_PID
+	start_daemon "$1" "$2" || return
+	vmtest_log "daemon ($1): $(grep 'listening' "$V_DIR/daemon-$1.log" | tr '\n' ' ')"
+	scenario_up
+	scenario_down
+	scenario_echo
+	scenario_dgram
+	scenario_stop
+	scenario_reload
+}
+
+check_transport
+check_novsock
+run_datapath kernel 7000
+run_datapath userspace 7100
+vmtest_log "daemon log tail (userspace):"
+tail -n 10 "$V_DIR/daemon-userspace.log" | while read -r line; do vmtest_log "  $line"; done
