@@ -88,12 +88,12 @@ check_novsock() {
 }
 
 check_transport() {
-	if [ -d /sys/bus/virtio/drivers/vmw_vsock_virtio_transport ] &&
-		ls /sys/bus/virtio/drivers/vmw_vsock_virtio_transport | grep -q virtio &&
+	_bound=$(find /sys/bus/virtio/drivers/vmw_vsock_virtio_transport -name 'virtio*' 2>/dev/null)
+	if [ -n "$_bound" ] &&
 		! grep -q '^vsock_loopback ' /proc/modules; then
 		vmtest_pass virtio-transport "a virtio-vsock device bound to vmw_vsock_virtio_transport, no vsock_loopback"
 	else
-		vmtest_fail virtio-transport "no virtio-vsock device: $(ls /sys/bus/virtio/drivers 2>&1 | tr '\n' ' '); modules: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
+		vmtest_fail virtio-transport "no virtio-vsock device bound: drivers $(find /sys/bus/virtio/drivers -mindepth 1 -maxdepth 1 2>&1 | tr '\n' ' '); modules: $(cut -d' ' -f1 /proc/modules | tr '\n' ' ')"
 	fi
 }
 

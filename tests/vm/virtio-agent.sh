@@ -25,6 +25,7 @@ base=$VIRTIO_DIR/peer-$name
 # start KIND ADDR ARG...: vsm-peer in its own session, its status in $base.rc when it ends.
 start() {
 	rm -f "$base.rc" "$base.ready"
+	# shellcheck disable=SC2016 # the inner shell expands them
 	setsid bash -c '"$@" >"$0.out" 2>&1; echo $? >"$0.rc.tmp"; mv "$0.rc.tmp" "$0.rc"' \
 		"$base" "$VSM_PEER" "$@" </dev/null >/dev/null 2>&1 &
 	echo $! >"$base.pid"

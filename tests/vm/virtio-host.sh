@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # virtio_qemu_args is read by the caller
+# shellcheck disable=SC2154 # ROOT, HERE, outdir and VM_MEM_MB come from tests/vm/run.sh
 #
 # The host side of the virtio tier, sourced by tests/vm/run.sh --virtio: Debian's
 # vhost-device-vsock backend (scripts/fetch-vhost-device-vsock.sh), the guest's peers on the
@@ -49,6 +50,7 @@ virtio_start() {
 	done
 	[[ -S $vhost ]] || die "vhost-device-vsock did not come up: $(tail -n 3 "$virtio_backend_log")"
 	# The guest's memory must be shared with the backend: a memfd, one NUMA node on it.
+	# shellcheck disable=SC2054 # commas belong to QEMU's options
 	virtio_qemu_args=(-chardev "socket,id=vsock0,path=$vhost"
 		-device vhost-user-vsock-pci,chardev=vsock0
 		-object "memory-backend-memfd,id=mem,size=${VM_MEM_MB}M,share=on" -numa node,memdev=mem)
