@@ -69,6 +69,7 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 		tests/vm/run.sh tests/vm/suite-e2e.sh --timeout 2400 --name suite-e2e-lockdown \
 		"${e2e_files[@]}" --file "$dir/drain.env":/usr/lib/vmtest/e2e.env
 	VSOCKMAP_VM_SERIES=newest run virtio-newest tests/vm/run.sh tests/vm/suite-virtio.sh --virtio \
+		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 		--timeout 600 --name suite-virtio-newest
 ) &
 (
@@ -80,7 +81,8 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 		--timeout 1200 --file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 	# The soak's short profile; `make soak` is the long one.
 	QUICK=1 run soak tests/vm/soak.sh
-	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600
+	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600 \
+		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 ) &
 wait
 report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest

@@ -14,15 +14,20 @@
 #   dgram  guest UNIX-RECV -> VSOCK-CONNECT:2:P, 64 KiB datagrams into a host stream server
 #   stop   SIGTERM while an upload runs into a slow host reader
 #   reload SIGHUP while uploads run
+# and then the e2e stream scenarios of tests/e2e/scenarios.sh that need no half-close, their
+# servers on the host (names ending @kernel, @userspace).
 # Nothing here depends on a half-close: vhost-device-vsock 0.3.0 does not pass a guest's
 # shutdown(SHUT_WR) on, and turns a host's into a full shutdown (tests/vm/README.md).
 
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
+# shellcheck source=tests/e2e/scenarios.sh
+. /usr/lib/vmtest/scenarios.sh
 
 V_DIR=$VMTEST_TMP/virtio
 V_AGENT_PORT=9000 # tests/vm/virtio-host.sh
 V_UP=${V_UP:-32M}
+V_OUT=$V_DIR
 mkdir -p "$V_DIR"
 
 # host_req WORD...: one request to the host agent (tests/vm/virtio-agent.sh), its answer on
@@ -33,15 +38,15 @@ host_req() {
 
 # host_server NAME PORT ARG...: a vsm-peer server on the host, behind guest CID 2 port PORT;
 # once it listens, SERVER_PID is a guest process that ends with its exit status, having
-# written its output to $V_DIR/NAME.server.
+# written its output to $V_OUT/NAME.server.
 host_server() {
 	_hs=$(host_req server "$@")
 	if [ "$_hs" != ready ]; then
-		echo "host server $1: ${_hs:-no answer}" >"$V_DIR/$1.server"
+		echo "host server $1: ${_hs:-no answer}" >"$V_OUT/$1.server"
 		SERVER_PID=
 		return 1
 	fi
-	host_wait "$1" >"$V_DIR/$1.server" &
+	host_wait "$1" >"$V_OUT/$1.server" &
 	SERVER_PID=$!
 }
 
@@ -139,7 +144,7 @@ stop_daemon() {
 }
 
 # ---- scenarios ---------------------------------------------------------------------------
-scenario_up() {
+virtio_up() {
 	_n=up-$_dp
 	host_server "$_n" "$V_BASE" --sink --count 1 --expect "$V_UP" --timeout 240 || true
 	vsm-peer client "unix:$V_DIR/up.sock" --send "$V_UP" --timeout 240 >"$V_DIR/$_n.client" 2>&1
@@ -149,7 +154,7 @@ scenario_up() {
 		"guest unix -> vsock CID 2 -> host unix server, $V_UP verified on the host"
 }
 
-scenario_down() {
+virtio_down() {
 	_n=down-$_dp
 	vsm-peer server "unix:$V_DIR/down.sock" --sink --count 1 --expect "$V_UP" --timeout 240 \
 		--ready-file "$V_DIR/$_n.ready" >"$V_DIR/$_n.server" 2>&1 &
@@ -164,7 +169,7 @@ scenario_down() {
 		"host client -> backend -> guest VSOCK-LISTEN -> unix server, $V_UP verified in the guest"
 }
 
-scenario_echo() {
+virtio_echo() {
 	_n=echo-$_dp
 	host_server "$_n" $((V_BASE + 3)) --echo --count 1 --timeout 240 || true
 	vsm-peer client "unix:$V_DIR/echo.sock" --send 8M --after echo --timeout 240 \
@@ -176,8 +181,8 @@ scenario_echo() {
 }
 
 # The datagrams' stream ends when the daemon stops: this one stops it. Its host server came up
-# before the daemon (run_datapath): a target that comes up only later is scenario_dgram_late.
-scenario_dgram() {
+# before the daemon (run_datapath): a target that comes up later waits out the redial back-off.
+virtio_dgram() {
 	_n=dgram-$_dp
 	vsm-peer client "unix-dgram:$V_DIR/dgram.sock" --dgram-count 100 --msg-size 64K \
 		>"$V_DIR/$_n.client" 2>&1
@@ -191,7 +196,7 @@ scenario_dgram() {
 
 # SIGTERM while a client uploads into a slow host reader: the host must get every byte the
 # client's writes handed over, verified, then EOF; the daemon exits 0.
-scenario_stop() {
+virtio_stop_mid() {
 	_n=stop-$_dp
 	start_daemon "$_dp" "$V_BASE" || return
 	host_server "$_n" "$V_BASE" --sink --count 1 --slow 2000 --read-size 16384 --timeout 120 ||
@@ -226,7 +231,7 @@ scenario_stop() {
 }
 
 # SIGHUP twice while four uploads run (the configuration unchanged): none loses a byte.
-scenario_reload() {
+virtio_reload() {
 	_n=reload-$_dp
 	start_daemon "$_dp" "$V_BASE" || return
 	host_server "$_n" "$V_BASE" --sink --seeds 4 --count 4 --expect 4M --timeout 240 || true
@@ -253,17 +258,71 @@ run_datapath() { # DATAPATH BASE
 	V_DGRAM_PID=$SERVER_PID
 	start_daemon "$1" "$2" || return
 	vmtest_log "daemon ($1): $(grep 'listening' "$V_DIR/daemon-$1.log" | tr '\n' ' ')"
-	scenario_up
-	scenario_down
-	scenario_echo
-	scenario_dgram
-	scenario_stop
-	scenario_reload
+	virtio_up
+	virtio_down
+	virtio_echo
+	virtio_dgram
+	virtio_stop_mid
+	virtio_reload
 }
 
+# ---- the e2e scenarios, servers on the host ------------------------------------------------
+# tests/e2e/scenarios.sh with its targets on the host: "host:PORT" for its vsm-peer servers,
+# VSOCK-CONNECT:2:PORT for the daemon.
+peer_addr() {
+	echo "host:$((E2E_PORT_BASE + $1))"
+}
+
+target_connect() {
+	echo "VSOCK-CONNECT:2:$((E2E_PORT_BASE + $1))"
+}
+
+start_server() {
+	case $2 in
+	host:*)
+		_ss_name=$1
+		_ss_port=${2#host:}
+		shift 2
+		host_server "$_ss_name" "$_ss_port" "$@"
+		;;
+	*) # a TCP server in the guest (scenario_tcp)
+		rm -f "$E2E_DIR/$1.ready"
+		vsm-peer server "$2" --ready-file "$E2E_DIR/$1.ready" "$@" >"$E2E_DIR/$1.server" 2>&1 &
+		SERVER_PID=$!
+		wait_for_file "$E2E_DIR/$1.ready" 10
+		;;
+	esac
+}
+
+# The stream scenarios but the two that half-close (tests/vm/README.md, The virtio tier).
+run_e2e_streams() { # DATAPATH
+	E2E_DIR=$V_DIR/e2e-$1
+	V_OUT=$E2E_DIR
+	E2E_DAEMON_ARGS=--datapath=$1
+	VMTEST_SUFFIX=@$1
+	mkdir -p "$E2E_DIR"
+	if e2e_start_daemon; then
+		scenario_stream_long
+		scenario_concurrent
+		scenario_echo
+		scenario_server_closes_first
+		scenario_client_killed
+		scenario_slow_reader
+		scenario_refused
+		scenario_counters
+		e2e_stop_daemon
+	fi
+	VMTEST_SUFFIX=
+	V_OUT=$V_DIR
+}
+
+E2E_TARGET=vsock
+E2E_BIG=${E2E_BIG:-64M}
 check_transport
 check_novsock
 run_datapath kernel 7000
 run_datapath userspace 7100
+run_e2e_streams kernel
+run_e2e_streams userspace
 vmtest_log "daemon log tail (userspace):"
 tail -n 10 "$V_DIR/daemon-userspace.log" | while read -r line; do vmtest_log "  $line"; done
