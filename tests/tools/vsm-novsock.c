@@ -70,7 +70,8 @@ int main(int argc, char **argv)
 
 	if (argc < 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: vsm-novsock CMD [ARG]...\n"
-				"Runs CMD with socket(AF_VSOCK) and socketpair(AF_VSOCK) failing with EPERM.\n");
+				"Runs CMD with socket(AF_VSOCK) and socketpair(AF_VSOCK) failing "
+				"with EPERM.\n");
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	ret = install_filter();
