@@ -67,6 +67,13 @@ virtio_stop() {
 		[[ ! -f $f ]] || kill "$(cat "$f")" 2>/dev/null || true
 	done
 	kill "$virtio_backend_pid" 2>/dev/null || true
+	# The backend can take a second or more to go; a hung one is not waited for.
+	local i
+	for i in $(seq 50); do
+		kill -0 "$virtio_backend_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$virtio_backend_pid" 2>/dev/null || true
 	wait "$virtio_agent_pid" "$virtio_backend_pid" 2>/dev/null || true
 	rm -rf "${virtio_backend_log%.backend.log}.peers"
 	mkdir -p "${virtio_backend_log%.backend.log}.peers"
