@@ -161,6 +161,7 @@ qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
 
 if ((virtio)); then
 	virtio_stop
+	virtio_check_filter
 	virtio_check_log
 fi
 runner_verdict "$rel_log" "$qemu_rc" "$timeout_s"

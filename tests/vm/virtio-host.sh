@@ -49,6 +49,9 @@ virtio_start() {
 		sleep 0.1
 	done
 	[[ -S $vhost ]] || die "vhost-device-vsock did not come up: $(tail -n 3 "$virtio_backend_log")"
+	# What the kernel says of the two long-lived host processes: 2 is a seccomp filter.
+	virtio_seccomp=$(awk '/^Seccomp:/ { printf "%s ", $2 }' "/proc/$virtio_backend_pid/status" \
+		"/proc/$virtio_agent_pid/status" 2>/dev/null || true)
 	# The guest's memory must be shared with the backend: a memfd, one NUMA node on it.
 	# shellcheck disable=SC2054 # commas belong to QEMU's options
 	virtio_qemu_args=(-chardev "socket,id=vsock0,path=$vhost"
@@ -81,6 +84,19 @@ virtio_stop() {
 		2>/dev/null || true
 	rm -rf "$virtio_dir"
 	virtio_dir=
+}
+
+# virtio_check_filter: a result of the host's own: the backend and the agent (and so every
+# host peer it starts) run under vsm-novsock's filter, as the kernel reports it.
+virtio_check_filter() {
+	if [[ $virtio_seccomp == "2 2 " ]]; then
+		printf '  PASS virtio-host-filter the backend and the host agent run under a seccomp filter (vsm-novsock)\n'
+		runner_count PASS
+	else
+		printf '  FAIL virtio-host-filter /proc/PID/status Seccomp of the backend and the agent: %s\n' \
+			"${virtio_seccomp:-unread}"
+		runner_count FAIL
+	fi
 }
 
 # virtio_check_log: one result of the host's own: the backend never failed to read a
