@@ -115,18 +115,9 @@ fi
 [[ -z ${VSOCKMAP_VM_MODULES:-} ]] || die "VSOCKMAP_VM_MODULES is set without VSOCKMAP_VM_KERNEL"
 
 # ---- cache directory ---------------------------------------------------------
-if [[ -n ${VSOCKMAP_VM_CACHE:-} ]]; then
-	cache=$VSOCKMAP_VM_CACHE
-	mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory $cache"
-	[[ -w $cache ]] || die "cache directory $cache is not writable"
-else
-	cache=/var/cache/vsockmap-vm
-	if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
-		cache=${XDG_CACHE_HOME:-$HOME/.cache}/vsockmap-vm
-		mkdir -p "$cache" 2>/dev/null || die "cannot create cache directory (set VSOCKMAP_VM_CACHE)"
-	fi
-fi
-cache=$(cd "$cache" && pwd)
+# shellcheck source=scripts/lib/apt-source.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt-source.sh"
+cache=$(vm_cache_dir) || die "cannot create a writable cache directory (set VSOCKMAP_VM_CACHE)"
 
 # Serialise concurrent callers (several test runs may start at once).
 exec 9>"$cache/.lock"
@@ -174,29 +165,11 @@ for tool in apt-get apt-cache dpkg-deb; do
 	command -v "$tool" >/dev/null || die "$tool not found; set VSOCKMAP_VM_KERNEL and VSOCKMAP_VM_MODULES instead"
 done
 
-# shellcheck source=scripts/lib/apt-source.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib/apt-source.sh"
-
-src_line=$(find_debian_source | head -n1)
-[[ -n $src_line ]] || die "no Debian apt source with suite bookworm found in /etc/apt; set VSOCKMAP_VM_KERNEL and VSOCKMAP_VM_MODULES"
-read -r uri signed_by <<<"$src_line"
-# A deb822 Signed-By may hold an inline key; only keep a file path.
-[[ $signed_by == /* && -f $signed_by ]] || signed_by=
-
 apt_dir=$cache/apt  # one list per suite: apt-6.1 for bookworm
 [[ $SERIES == 6.12 ]] || apt_dir=$cache/apt-$SERIES
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$cache/debs" "$cache/extract"
-opts="${signed_by:+ [signed-by=$signed_by]}"
-echo "deb$opts $uri $SUITE main" >"$apt_dir/sources.list"
-
-APT_OPTS=(
-	-o "Dir::Etc::SourceList=$apt_dir/sources.list"
-	-o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$apt_dir/lists"
-	-o "Dir::Cache=$apt_dir/cache"
-)
-# Downloads as root into a root-owned private directory: skip the _apt sandbox.
-[[ $(id -u) -ne 0 ]] || APT_OPTS+=(-o APT::Sandbox::User=root)
+mkdir -p "$cache/debs" "$cache/extract"
+private_apt "$apt_dir" "$SUITE" ||
+	die "no Debian apt source with suite bookworm found in /etc/apt; set VSOCKMAP_VM_KERNEL and VSOCKMAP_VM_MODULES"
 
 note "updating private package lists for $SUITE"
 if ! out=$(apt-get "${APT_OPTS[@]}" -q update 2>&1); then

@@ -53,3 +53,43 @@ find_debian_source() {
 		' "$f"
 	done
 }
+
+# private_apt DIR SUITE: a private apt state in DIR (sources.list, lists/, cache/) for SUITE of
+# this machine's Debian archive, component main, so the host's own apt state is not touched.
+# Sets the array APT_OPTS for apt-get and apt-cache; returns 1 when no Debian source is found.
+private_apt() {
+	local dir=$1 suite=$2 line uri signed_by
+	line=$(find_debian_source | head -n1)
+	[[ -n $line ]] || return 1
+	read -r uri signed_by <<<"$line"
+	# A deb822 Signed-By may hold an inline key; only keep a file path.
+	[[ $signed_by == /* && -f $signed_by ]] || signed_by=
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" || return 1
+	echo "deb${signed_by:+ [signed-by=$signed_by]} $uri $suite main" >"$dir/sources.list"
+	APT_OPTS=(
+		-o "Dir::Etc::SourceList=$dir/sources.list"
+		-o Dir::Etc::SourceParts=/dev/null
+		-o "Dir::State::Lists=$dir/lists"
+		-o "Dir::Cache=$dir/cache"
+	)
+	# Downloads as root into a root-owned private directory: skip the _apt sandbox.
+	[[ $(id -u) -ne 0 ]] || APT_OPTS+=(-o APT::Sandbox::User=root)
+}
+
+# vm_cache_dir: print the cache directory of the test VM's downloads,
+# ${VSOCKMAP_VM_CACHE:-/var/cache/vsockmap-vm}, falling back to ~/.cache/vsockmap-vm when the
+# default is not writable; returns 1 when none can be made.
+vm_cache_dir() {
+	local cache
+	if [[ -n ${VSOCKMAP_VM_CACHE:-} ]]; then
+		cache=$VSOCKMAP_VM_CACHE
+		mkdir -p "$cache" 2>/dev/null && [[ -w $cache ]] || return 1
+	else
+		cache=/var/cache/vsockmap-vm
+		if ! mkdir -p "$cache" 2>/dev/null || [[ ! -w $cache ]]; then
+			cache=${XDG_CACHE_HOME:-$HOME/.cache}/vsockmap-vm
+			mkdir -p "$cache" 2>/dev/null || return 1
+		fi
+	fi
+	(cd "$cache" && pwd)
+}

@@ -2,7 +2,8 @@
 /*
  * What the test tools share: their address syntax (unix:PATH, unix:@ABSTRACT,
  * unix-seqpacket:PATH, unix-dgram:PATH, tcp:IPV4:PORT, vsock:CID:PORT, vsock-seqpacket:CID:PORT;
- * CID a number or "any"), sizes with K/M/G suffixes, the monotonic clock, and which connect
+ * CID a number or "any"; hybrid:PATH:PORT, a guest's vsock PORT reached from the host through
+ * a hybrid-vsock backend's unix socket PATH), sizes with K/M/G suffixes, the monotonic clock, and which connect
  * errors are worth a retry. Header-only: each tool is one file linked with libc alone, since
  * it is copied into the test VM's busybox initramfs.
  */
@@ -30,6 +31,9 @@ struct tool_addr {
 	int family;
 	int type;
 	socklen_t len;
+	/* hybrid:PATH:PORT: after connect(), "CONNECT PORT\n" is written and "OK ...\n" read. */
+	int hybrid;
+	uint32_t hybrid_port;
 	union {
 		struct sockaddr sa;
 		struct sockaddr_un un;
@@ -145,6 +149,19 @@ static inline int parse_tcp_addr(const char *text, struct tool_addr *a)
 	return 0;
 }
 
+/* hybrid:PATH:PORT, the hybrid-vsock form of vhost-user backends (and Firecracker's). */
+static inline int parse_hybrid_addr(const char *text, struct tool_addr *a)
+{
+	char path[sizeof(a->u.un.sun_path)];
+	uint64_t port;
+
+	if (split_host_port(text, path, sizeof(path), UINT32_MAX, &port) || path[0] == '@')
+		return -EINVAL;
+	a->hybrid = 1;
+	a->hybrid_port = port;
+	return parse_unix_addr(path, a);
+}
+
 static inline int parse_addr(const char *text, struct tool_addr *a)
 {
 	static const struct {
@@ -157,6 +174,7 @@ static inline int parse_addr(const char *text, struct tool_addr *a)
 	    {"vsock:", AF_VSOCK, SOCK_STREAM},
 	    {"vsock-seqpacket:", AF_VSOCK, SOCK_SEQPACKET},
 	    {"tcp:", AF_INET, SOCK_STREAM},
+	    {"hybrid:", AF_UNIX, SOCK_STREAM},
 	};
 	size_t i, len;
 
@@ -168,6 +186,8 @@ static inline int parse_addr(const char *text, struct tool_addr *a)
 			continue;
 		a->family = kinds[i].family;
 		a->type = kinds[i].type;
+		if (!strcmp(kinds[i].prefix, "hybrid:"))
+			return parse_hybrid_addr(text + len, a);
 		if (a->family == AF_UNIX)
 			return parse_unix_addr(text + len, a);
 		if (a->family == AF_VSOCK)

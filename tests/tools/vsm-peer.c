@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,6 +156,8 @@ static const char usage_text[] =
     "Addresses:\n"
     "  unix:PATH  unix:@ABSTRACT  unix-seqpacket:PATH  unix-dgram:PATH\n"
     "  tcp:IPV4:PORT  vsock:CID:PORT  vsock-seqpacket:CID:PORT\n"
+    "  hybrid:PATH:PORT (client only: a guest's vsock PORT through a hybrid-vsock\n"
+    "  backend's unix socket PATH, \"CONNECT PORT\" then \"OK ...\")\n"
     "  (CID: a number or any; a server listens on VMADDR_CID_ANY regardless)\n"
     "\n"
     "Common options:\n"
@@ -423,7 +426,7 @@ static int parse_options(int argc, char **argv)
 		return usage_error("missing ADDR", "");
 	if (optind + 1 != argc)
 		return usage_error("extra argument: ", argv[optind + 1]);
-	if (parse_addr(argv[optind], &opt.addr))
+	if (parse_addr(argv[optind], &opt.addr) || (opt.addr.hybrid && opt.is_server))
 		return usage_error("invalid address: ", argv[optind]);
 	return check_options(modes);
 }
@@ -1080,6 +1083,38 @@ static int open_socket(const struct tool_addr *a, int flags)
 	return fd;
 }
 
+/*
+ * hybrid:PATH:PORT: ask the backend for the guest's PORT and read its one-line answer,
+ * "OK HOST_PORT\n". The backend closes the connection when the guest refuses, which is
+ * reported as ECONNRESET so that a guest listener not up yet is retried as a refusal is.
+ */
+static int hybrid_handshake(int fd, const struct tool_addr *a)
+{
+	struct timeval tv = {.tv_sec = 10};
+	char line[64];
+	size_t len = 0;
+	ssize_t n;
+
+	n = snprintf(line, sizeof(line), "CONNECT %u\n", a->hybrid_port);
+	if (write(fd, line, n) != n)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* Byte by byte: what follows the newline is the guest's stream. */
+	while (len < sizeof(line) - 1) {
+		n = read(fd, line + len, 1);
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		if (!n)
+			return -ECONNRESET;
+		if (line[len++] == '\n')
+			break;
+	}
+	line[len] = '\0';
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return strncmp(line, "OK ", 3) ? -EPROTO : 0;
+}
+
 /* Returns a connected blocking socket or -errno, retrying refusals until retry_until. */
 static int connect_with_retry(const struct tool_addr *a, uint64_t retry_until)
 {
@@ -1089,9 +1124,11 @@ static int connect_with_retry(const struct tool_addr *a, uint64_t retry_until)
 		fd = open_socket(a, 0);
 		if (fd < 0)
 			return fd;
-		if (!connect(fd, &a->u.sa, a->len))
+		err = connect(fd, &a->u.sa, a->len) ? errno : 0;
+		if (!err && a->hybrid)
+			err = -hybrid_handshake(fd, a);
+		if (!err)
 			return fd;
-		err = errno;
 		close(fd);
 		if (!connect_retryable(err) || now_ns() >= retry_until)
 			return report_errno("connect", a, err);

@@ -3,12 +3,14 @@
 #
 # mkinitramfs.sh - build the initramfs of the vsockmap test VM.
 #
-# Usage: tests/vm/mkinitramfs.sh OUT.cpio.gz --suite SCRIPT [--modules DIR]
+# Usage: tests/vm/mkinitramfs.sh OUT.cpio.gz --suite SCRIPT [--modules DIR] [--virtio]
 #                                [--file SRC[:DEST]]...
 #
 #   --suite SCRIPT   shell script run inside the VM as /suite.sh (required)
 #   --modules DIR    the VM kernel's /lib/modules/VERSION directory; default: the
 #                    MODULES line printed by scripts/fetch-vm-kernel.sh
+#   --virtio         the virtio transport (vmw_vsock_virtio_transport) in place of
+#                    vsock_loopback, for a VM with a virtio-vsock device (run.sh --virtio)
 #   --file SRC[:DEST]
 #                    extra file or directory; DEST defaults to /files/BASENAME.
 #                    Dynamically linked executables (also inside a directory)
@@ -33,7 +35,7 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 OUT.cpio.gz --suite SCRIPT [--modules DIR] [--file SRC[:DEST]]..." >&2
+	echo "usage: $0 OUT.cpio.gz --suite SCRIPT [--modules DIR] [--virtio] [--file SRC[:DEST]]..." >&2
 	exit 2
 }
 
@@ -52,6 +54,10 @@ while (($#)); do
 		(($# >= 2)) || usage
 		moddir=$2
 		shift 2
+		;;
+	--virtio)
+		MODULES_IN_ORDER[2]=vmw_vsock_virtio_transport
+		shift
 		;;
 	--file)
 		(($# >= 2)) || usage

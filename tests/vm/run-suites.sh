@@ -10,6 +10,8 @@
 #   6.12, lockdown=confidentiality the e2e suite's drain subset (BPF rights, drain signals)
 #   6.1 (bookworm)                 the old-kernel suite (the user-space fallback)
 #   6.12                           smoke, and the soak's short profile
+#   6.12 and newest, virtio        the virtio tier: virtio-vsock to vhost-device-vsock on the
+#                                  host, host peers (tests/vm/suite-virtio.sh)
 #
 # Each bound is about three times what the run takes on a machine of this kind, so a slower
 # machine does not fail on time, while a hung VM still ends (tests/vm/run.sh reports it).
@@ -48,11 +50,14 @@ report() {
 	done
 }
 
-# Fetch every kernel first, one at a time (the cache has a lock, but this keeps the log tidy).
+# Fetch every kernel first, one at a time (the cache has a lock, but this keeps the log tidy),
+# and the virtio tier's backend.
 for series in 6.12 newest 6.1; do
 	VSOCKMAP_VM_SERIES=$series scripts/fetch-vm-kernel.sh >/dev/null ||
 		echo "run-suites: no $series kernel for the VM (the runs on it will fail)" >&2
 done
+scripts/fetch-vhost-device-vsock.sh >/dev/null ||
+	echo "run-suites: no vhost-device-vsock (the virtio runs will fail)" >&2
 
 # Two lanes of about the same length (about 20 minutes each here): the newest kernel (the
 # slowest under TCG) and the locked-down run in one, the rest in the other.
@@ -63,6 +68,9 @@ done
 	VSOCKMAP_VM_APPEND=lockdown=confidentiality run e2e-lockdown \
 		tests/vm/run.sh tests/vm/suite-e2e.sh --timeout 2400 --name suite-e2e-lockdown \
 		"${e2e_files[@]}" --file "$dir/drain.env":/usr/lib/vmtest/e2e.env
+	VSOCKMAP_VM_SERIES=newest run virtio-newest tests/vm/run.sh tests/vm/suite-virtio.sh --virtio \
+		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
+		--timeout 600 --name suite-virtio-newest
 ) &
 (
 	run smoke tests/vm/run.sh tests/vm/suite-smoke.sh --timeout 300
@@ -73,9 +81,11 @@ done
 		--timeout 1200 --file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 	# The soak's short profile; `make soak` is the long one.
 	QUICK=1 run soak tests/vm/soak.sh
+	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600 \
+		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 ) &
 wait
-report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak
+report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest
 
 list=$(IFS=,; echo "${timings[*]}")
 echo "== vm time per run: ${list//,/, }"

@@ -4,7 +4,7 @@
 # run.sh - run one test suite inside the vsockmap QEMU test VM.
 #
 # Usage: tests/vm/run.sh SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--name NAME]
-#                        [--shell]
+#                        [--virtio] [--shell]
 #
 #   SUITE_SCRIPT     busybox sh script run in the VM as /suite.sh; it sources
 #                    /usr/lib/vmtest/lib.sh and prints VMTEST lines
@@ -12,6 +12,9 @@
 #   --timeout SEC    bound on the whole VM run (default 600, or VSOCKMAP_VM_TIMEOUT)
 #   --name NAME      name of the run's initramfs and log (default: the suite's), so that
 #                    two runs of one suite can go at once
+#   --virtio         the virtio-vsock transport: a vhost-user-vsock device served by Debian's
+#                    vhost-device-vsock on the host (tests/vm/virtio-host.sh), guest CID 3,
+#                    peers on the host through tests/vm/virtio-agent.sh
 #   --shell          interactive: after the suite, give a shell on the console
 #                    (no timeout, no result parsing; leave with 'poweroff -f')
 #
@@ -44,7 +47,7 @@ die() {
 }
 
 usage() {
-	echo "usage: $0 SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--name NAME] [--shell]" >&2
+	echo "usage: $0 SUITE_SCRIPT [--file SRC[:DEST]]... [--timeout SEC] [--name NAME] [--virtio] [--shell]" >&2
 	exit 2
 }
 
@@ -54,6 +57,8 @@ timeout_s=${VSOCKMAP_VM_TIMEOUT:-600}
 smp=${VSOCKMAP_VM_SMP:-1}
 [[ $smp =~ ^[1-8]$ ]] || { echo "vm: VSOCKMAP_VM_SMP wants 1 to 8 vCPUs, not '$smp'" >&2; exit 2; }
 shell=0
+virtio=0
+VM_MEM_MB=1024
 mkargs=()
 while (($#)); do
 	case $1 in
@@ -69,6 +74,11 @@ while (($#)); do
 		;;
 	--shell)
 		shell=1
+		shift
+		;;
+	--virtio)
+		virtio=1
+		mkargs+=(--virtio)
 		shift
 		;;
 	--name)
@@ -119,15 +129,23 @@ suite_timeout=$((timeout_s - 30))
 
 append="console=ttyS0 quiet panic=-1 vmtest.timeout=$suite_timeout${VSOCKMAP_VM_APPEND:+ $VSOCKMAP_VM_APPEND}"
 # shellcheck disable=SC2054 # commas belong to -cpu
-qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp "$smp" -m 1024 -nographic -no-reboot -nic none
+qemu_cmd=("$QEMU" -accel tcg -cpu max,cx16=off -smp "$smp" -m "$VM_MEM_MB" -nographic -no-reboot -nic none
 	-kernel "$kernel" -initrd "$initrd")
+if ((virtio)); then
+	# shellcheck source=tests/vm/virtio-host.sh
+	. "$HERE/virtio-host.sh"
+	trap virtio_stop EXIT
+	virtio_start "$name"
+	qemu_cmd=("$virtio_novsock" "${qemu_cmd[@]}" "${virtio_qemu_args[@]}")
+	append+=" vmtest.virtio=1"
+fi
 
 if ((shell)); then
 	exec "${qemu_cmd[@]}" -append "$append vmtest.shell=1"
 fi
 
 rcfile=$(mktemp "${TMPDIR:-/tmp}/vsockmap-vm-rc.XXXXXX")
-trap 'rm -f "$rcfile"' EXIT
+trap 'rm -f "$rcfile"; ((!virtio)) || virtio_stop' EXIT
 t_boot0=$EPOCHREALTIME
 
 # Raw console -> log; VMTEST lines -> stdout as they arrive (tests/lib/runner.sh).
@@ -141,6 +159,11 @@ t1=$EPOCHREALTIME
 
 qemu_rc=$(cat "$rcfile" 2>/dev/null || true)
 
+if ((virtio)); then
+	virtio_stop
+	virtio_check_filter
+	virtio_check_log
+fi
 runner_verdict "$rel_log" "$qemu_rc" "$timeout_s"
 
 timing="total $(runner_elapsed "$t0" "$t1")s"
