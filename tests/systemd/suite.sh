@@ -373,6 +373,19 @@ upload_point() {
 		'BEGIN { printf "%d", b * (0.05 + 0.55 * r / 32767) }'
 }
 
+# restart_answer_times: how long each SIGTERM's question to systemd (restart or stop?) took
+# to be answered as a restart, from the unit's journal: a restart answered too late (2 s) is
+# taken for a stop, which ends every live stream, a reply included, with a clean EOF.
+restart_answer_times() {
+	journalctl -q -u "$SVC" -o short-monotonic | awk '
+		match($0, /^\[ *[0-9]+\.[0-9]+\]/) { ts = substr($0, RSTART + 1, RLENGTH - 2) + 0 }
+		/received SIGTERM: asking systemd whether this is a restart/ { ask = ts }
+		/systemd is restarting the service: handing the sockets over/ && ask {
+			d = (ts - ask) * 1000; n++; sum += d; if (d > max) max = d; ask = 0 }
+		/asking systemd whether this is a restart: stopping/ { lost++ }
+		END { printf "%d restarts answered, slowest %.0f ms, mean %.0f ms; %d unanswered", n, max, n ? sum / n : 0, lost }'
+}
+
 # test_restart_no_loss NAME REPLY MODE [DATAPATH [alternate-fastpath]]: RESTARTS transfers of
 # BULK to a vsock sink that sends REPLY back after the client's half-close, one systemctl
 # restart during each. MODE upload: each restart at a random moment of the upload; both:
@@ -461,6 +474,7 @@ test_restart_no_loss() {
 	line=$(journalctl -q -u "sink-$name" -o cat | grep -m1 '^server total')
 	# A redirect taken back must keep its exact drain signal (the queue probe).
 	probe_missed=$(journalctl -q -u "$SVC" -o cat | grep -c 'queue probe does not answer')
+	vmtest_log "$name: systemd's answer to the daemon's restart question: $(restart_answer_times)"
 	cp "$T/vsockmap.conf.orig" "$CONF"
 	if ((failed)); then
 		vmtest_fail "$name" "$failed of $RESTARTS transfers failed: ${lost[*]}; sink: $line"
