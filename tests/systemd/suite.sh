@@ -497,23 +497,26 @@ test_restart_no_loss() {
 
 # ---- 4a. a restart while a half-close drains ------------------------------------------------
 
-# test_restart_while_draining: DRAIN_ROUNDS (3) clients each upload 8 MiB through a 4 MiB send
-# buffer into a vsock sink that reads 64 KiB per 100 ms, half-close with most of the upload
+# test_restart_while_draining: DRAIN_ROUNDS (3) clients each upload 4 MiB through a 4 MiB send
+# buffer into a vsock sink that reads 32 KiB per 200 ms, half-close with part of the upload
 # still in the kernel's backlog toward the sink (state "draining" for seconds), and
 # systemctl restart comes then. The next instance takes the pair back, drains it and passes
 # the half-close on: the sink gets every byte, the client its 1 MiB reply. Before, the
 # stopping instance waited 3 s for the drain ("not settled ... client half-closed"), then
-# closed the pair with itself: the sink lost the tail, the client its whole reply.
+# closed the pair with itself: the sink lost the tail, the client its whole reply. Each
+# round must hand its pair over while it drains (the old instance's debug line says so): a
+# drain that ended within the settle would not test the case (64 KiB per 100 ms did not).
 test_restart_while_draining() {
 	local name=restart-while-draining rounds=${DRAIN_ROUNDS:-3} i w cpid rc crc state line
-	local failed=0 lost=() before after missed=() unsettled unsettled0
+	local failed=0 lost=() before after missed=() unsettled unsettled0 drained0 drained
 	unsettled0=$(journalctl -q -u "$SVC" -o cat | grep -c 'not settled after')
 	cp "$CONF" "$T/vsockmap.conf.orig"
 	printf '\n[drain]\nlisten  = UNIX-LISTEN:/run/vsockmap/drain.sock\nconnect = VSOCK-CONNECT:1:5004\n' >>"$CONF"
 	sed -i 's/^\[daemon\]$/[daemon]\nlog-level = debug/' "$CONF"
 	rm -f "$T/drain-sink.ready"
-	systemd-run --quiet --unit="sink-$name" vsm-peer server vsock:any:5004 --sink --slow 100000 \
-		--reply 1M --count "$rounds" --expect 8M --timeout 900 --ready-file "$T/drain-sink.ready"
+	systemd-run --quiet --unit="sink-$name" vsm-peer server vsock:any:5004 --sink --slow 200000 \
+		--read-size 32768 --reply 1M --count "$rounds" --expect 4M --timeout 900 \
+		--ready-file "$T/drain-sink.ready"
 	wait_for_file "$T/drain-sink.ready" 20 || {
 		vmtest_fail "$name" "the slow vsock sink did not come up: $(journalctl -q -u "sink-$name" -o cat | tail -n 2)"
 		cp "$T/vsockmap.conf.orig" "$CONF"
@@ -522,7 +525,8 @@ test_restart_while_draining() {
 	timeout 60 systemctl restart "$SVC"
 	for ((i = 1; i <= rounds; i++)); do
 		before=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* redirect')
-		vsm-peer client unix:/run/vsockmap/drain.sock --send 8M --sndbuf 4M --after shutdown \
+		drained0=$(journalctl -q -u "$SVC" -o cat | grep -c "handed over while the client's half-close drains")
+		vsm-peer client unix:/run/vsockmap/drain.sock --send 4M --sndbuf 4M --after shutdown \
 			--expect-reply 1M --timeout 180 >"$T/drain-$i.client" 2>&1 &
 		cpid=$!
 		state=
@@ -537,10 +541,11 @@ test_restart_while_draining() {
 		wait "$cpid"
 		crc=$?
 		after=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* redirect')
+		drained=$(journalctl -q -u "$SVC" -o cat | grep -c "handed over while the client's half-close drains")
 		((after > before)) || missed+=("#$i (state before it: ${state:-none})")
-		if ((rc != 0 || crc != 0)) || [[ $state != draining* ]]; then
+		if ((rc != 0 || crc != 0 || drained <= drained0)) || [[ $state != draining* ]]; then
 			failed=$((failed + 1))
-			lost+=("#$i: state before the restart ${state:-none}, restart rc=$rc: $(tail_of "$T/drain-$i.client" 2)")
+			lost+=("#$i: state before the restart ${state:-none}, handed over draining $((drained - drained0)) times, restart rc=$rc: $(tail_of "$T/drain-$i.client" 2)")
 			vmtest_log "$name #$i failed; the daemon's journal:"
 			journalctl -q -u "$SVC" -o short-monotonic | grep -v 'libbpf' | tail -n 30 |
 				while read -r line; do vmtest_log "  $line"; done
@@ -559,7 +564,7 @@ test_restart_while_draining() {
 	elif ! grep -q "conns=$rounds .*errors=0" <<<"$line"; then
 		vmtest_fail "$name" "every client finished, but the sink says: ${line:-nothing}"
 	else
-		vmtest_pass "$name" "$rounds of $rounds clients restarted while their half-close drained into a slow sink (8 MiB up, 4 MiB send buffer): each pair taken back and drained by the next instance, every byte at the sink and 1 MiB back; sink: $line"
+		vmtest_pass "$name" "$rounds of $rounds clients restarted while their half-close drained into a slow sink (4 MiB up, 4 MiB send buffer, 32 KiB read per 200 ms): each pair handed over draining, taken back and drained by the next instance, every byte at the sink and 1 MiB back; sink: $line"
 	fi
 	timeout 60 systemctl restart "$SVC"
 }

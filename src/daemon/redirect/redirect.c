@@ -514,6 +514,10 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 
 void redirect_mark_handed_over(struct redirect *r)
 {
+	if (r->dir[CLIENT].state == DIR_DRAINING)
+		redirect_log(r, LOG_DEBUG,
+			     "handed over while the client's half-close drains: the next instance "
+			     "passes it on");
 	redirect_enter(r, REDIRECT_HANDED_OVER);
 }
 
