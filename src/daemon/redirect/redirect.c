@@ -13,6 +13,7 @@
 #include "log.h"
 #include "redirect.h"
 #include "redirect_internal.h"
+#include "redirect_settle.h"
 #include "sockopt.h"
 #include "target_connect.h"
 #include "util.h"
@@ -442,7 +443,7 @@ fail:
 bool redirect_settle(struct redirect *r, const char **why)
 {
 	const struct direction *c = &r->dir[CLIENT], *t = &r->dir[TARGET];
-	struct vsockmap_gate *gate;
+	struct settle_view v;
 
 	*why = NULL;
 	if (r->phase == PHASE_CONNECTING || redirect_phase_closing(r->phase) ||
@@ -454,31 +455,19 @@ bool redirect_settle(struct redirect *r, const char **why)
 		redirect_enter(r, REDIRECT_SETTLE);
 		redirect_update_io(r);
 	}
-	/* A direction that is done has passed its EOF on: the other one may still be live. */
-	if (r->userspace)
-		*why = dir_pending(c) || dir_pending(t) ? "bytes not yet written on" : NULL;
-	else if (c->state == DIR_DRAINING)
-		*why = "client half-closed, its last bytes still in the kernel";
-	else if ((c->state != DIR_OPEN && c->state != DIR_DONE) || !r->ep[CLIENT].in_map)
-		*why = c->state == DIR_SYNC ? "client bytes still carried by the daemon"
-					    : "catching up";
-	else if (c->left_behind)
-		*why = "client bytes left behind at the insert";
-	else if (dir_pending(c))
-		*why = "client bytes not yet written to the target";
-	else if (t->state != DIR_COPY && t->state != DIR_DONE)
-		*why = "target half-closed, its last bytes not yet read";
-	else if (dir_pending(t))
-		*why = "target bytes not yet written to the client";
-	if (*why)
-		return false;
-	if (c->state == DIR_DONE || r->userspace)
-		return true;
-	gate = dataplane_gate(r->env->dp, r->slot, CLIENT);
-	if (gate_settled(gate, c->held_taken))
-		return true;
-	*why = "client bytes held by the verdict";
-	return false;
+	v = (struct settle_view){
+	    .userspace = r->userspace,
+	    .client = c->state,
+	    .target = t->state,
+	    .client_mapped = r->ep[CLIENT].in_map,
+	    .left_behind = c->left_behind != 0,
+	    .client_pending = dir_pending(c),
+	    .target_pending = dir_pending(t),
+	    .gate_settled = !r->userspace && c->state != DIR_DONE &&
+			    gate_settled(dataplane_gate(r->env->dp, r->slot, CLIENT), c->held_taken),
+	};
+	*why = settle_blocker(&v);
+	return !*why;
 }
 
 void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
@@ -490,14 +479,17 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 	if (!r->userspace)
 		__atomic_store_n(&dataplane_gate(r->env->dp, r->slot, CLIENT)->hold_cookie, 0,
 				 __ATOMIC_RELEASE);
-	*half = (r->dir[CLIENT].state == DIR_DONE ? REDIRECT_HALF_CLIENT : 0) |
-		(r->dir[TARGET].state == DIR_DONE ? REDIRECT_HALF_TARGET : 0);
+	*half = settle_half(r->dir[CLIENT].state, r->dir[TARGET].state);
 	*client_fd = r->ep[CLIENT].fd;
 	*target_fd = r->ep[TARGET].fd;
 }
 
 void redirect_mark_handed_over(struct redirect *r)
 {
+	if (r->dir[CLIENT].state == DIR_DRAINING)
+		redirect_log(r, LOG_DEBUG,
+			     "handed over while the client's half-close drains: the next instance "
+			     "passes it on");
 	redirect_enter(r, REDIRECT_HANDED_OVER);
 }
 

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
+#include "redirect_settle.h" /* REDIRECT_HALF_* */
 #include "redirect_table.h"
 #include "traffic.h"
 #include "vsockmap.h"
@@ -141,14 +142,12 @@ struct listener *redirect_listener(struct redirect *r);
 
 /*
  * Restart without loss (handover.c). Settle: stop reading the target and report whether the
- * pair can be handed over now (the kernel carries client to target with nothing held, and
- * the daemon has written out all it read from the target). Call again until true; why says
- * what it still waits for.
+ * pair can be handed over now (the kernel carries client to target with nothing held, or the
+ * client's half-close waits only on the kernel's backlog, and the daemon has written out all
+ * it read from the target; redirect_settle.c decides). Call again until true; why says what
+ * it still waits for.
  */
 bool redirect_settle(struct redirect *r, const char **why);
-/* Which ways of a settled pair are done (their EOF passed on): REDIRECT_HALF_* bits. */
-#define REDIRECT_HALF_CLIENT 1 /* client to target */
-#define REDIRECT_HALF_TARGET 2 /* target to client */
 /* The slot of a pair carried in user space, which has none in the maps. */
 #define REDIRECT_SLOT_USERSPACE VSOCKMAP_MAX_REDIRECTS
 void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
