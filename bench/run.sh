@@ -327,8 +327,9 @@ machine_json() {
 		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
 	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
 		"$HOST_PP" "$VM_PP" "$HOST_CONNS" "$VM_CONNS"
-	printf '"conn_concurrency":%d,"host_hold":"%s","vm_hold":"%s"},' "$CONN_CONCURRENCY" \
+	printf '"conn_concurrency":%d,"host_hold":"%s","vm_hold":"%s",' "$CONN_CONCURRENCY" \
 		"$HOST_HOLD" "$VM_HOLD"
+	printf '"virtio_bytes":%d,"virtio_parallel_bytes_each":%d},' "$VIRTIO_BYTES" "$VIRTIO_PAR_BYTES"
 	printf '"durations_s":{"host":%s,"vm":%s,"total":%s}}' "${HOST_SECONDS:-null}" \
 		"${VM_SECONDS:-null}" "${TOTAL_SECONDS:-null}"
 }
