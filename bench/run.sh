@@ -7,8 +7,8 @@
 # scenario repeated. Prints the tables, writes bench/results.json (every run) and
 # bench/results.png. bench/README.md explains.
 #
-#	bench/run.sh               the full bench (under 20 minutes on 2 cores)
-#	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (under 3 minutes)
+#	bench/run.sh               the full bench (about 30 minutes on 2 cores)
+#	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (about 6 minutes)
 #	bench/run.sh --selftest    tiny sizes, a subset; checks the harness, not the numbers
 #	bench/run.sh --part host|vm|virtio   one part only (the tables still cover what ran)
 #	bench/run.sh --part "vm-stock vm-patched"   the kernels of make kernel-patched only
