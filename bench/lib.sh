@@ -12,7 +12,8 @@
 #	BENCH_RESULTS     file the BENCH json lines are appended to
 #	BENCH_MODES       e.g. "direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent
 #	                  vsockmapd-relay"
-#	BENCH_TARGET_LISTEN   address the vsm-bench servers listen on (vsock:any:5100)
+#	BENCH_TARGET_LISTEN   address the vsm-bench servers listen on (vsock:any:5100; host:PORT
+#	                  in the virtio part: on the host, behind the backend's UDS_PORT)
 #	BENCH_TARGET_DIRECT   the same, as a client dials it (vsock:1:5100)
 #	BENCH_TARGET_SOCAT    socat's address of the target (VSOCK-CONNECT:1:5100)
 #	BENCH_TARGET_DAEMON   vsockmapd's connect = (VSOCK-CONNECT:1:5100)
@@ -47,15 +48,26 @@ BENCH_DGRAM_SOURCE_ARGS=${BENCH_DGRAM_SOURCE_ARGS:-}
 
 # bench_vm_part DIR: the VM part's settings (a vsock sink on CID 1's port 5100, no proxyd),
 # scratch directory DIR and an empty results file; for the VM suites of the bench and trace.
+# With BENCH_VIRTIO=1 (tests/vm/run.sh --virtio) the sink runs on the host (CID 2), behind
+# vhost-device-vsock's unix socket UDS_5100, started through the host agent (bench_host_server).
 bench_vm_part() {
 	BENCH_PART=${BENCH_PART_NAME:-vm}
 	BENCH_DIR=$1
 	BENCH_RESULTS=$BENCH_DIR/results
 	BENCH_CONSOLE=$VMTEST_CONSOLE
+	_v_cid=1
 	BENCH_TARGET_LISTEN=vsock:any:5100
-	BENCH_TARGET_DIRECT=vsock:1:5100
-	BENCH_TARGET_SOCAT=VSOCK-CONNECT:1:5100
-	BENCH_TARGET_DAEMON=VSOCK-CONNECT:1:5100
+	if [ "${BENCH_VIRTIO:-0}" = 1 ]; then
+		_v_cid=2
+		BENCH_TARGET_LISTEN=host:5100
+		# vhost-device-vsock 0.3.0 does not pass a guest's shutdown(SHUT_WR) on: a stream's
+		# EOF reaches the host only when a relay gives up on the other direction (socat
+		# after its 0.5 s -t), so the sinks stop the clock at the last expected byte.
+		BENCH_SINK_NO_EOF=1
+	fi
+	BENCH_TARGET_DIRECT=vsock:$_v_cid:5100
+	BENCH_TARGET_SOCAT=VSOCK-CONNECT:$_v_cid:5100
+	BENCH_TARGET_DAEMON=VSOCK-CONNECT:$_v_cid:5100
 	BENCH_TARGET_PROXYD=
 	BENCH_PROXYD_NA="systemd-socket-proxyd cannot connect to vsock"
 	mkdir -p "$BENCH_DIR"
@@ -302,15 +314,49 @@ bench_daemon_pid() { # MODE
 
 # ---- one measurement each ------------------------------------------------------------------
 
-# bench_server NAME ARGS...: a vsm-bench server on the target, ready on return; sets SRV_PID.
+# bench_server NAME CMD ADDR ARGS...: a vsm-bench server on the target, ready on return; sets
+# SRV_PID, a process that ends with the server's exit status, its output in
+# $BENCH_DIR/NAME.out (JSON) and NAME.err.
 bench_server() {
 	_v_name=$1
 	shift
 	rm -f "$BENCH_DIR/$_v_name.ready"
+	case $2 in
+	host:*)
+		bench_host_server "$_v_name" "$@"
+		return
+		;;
+	esac
 	"$BENCH_TOOL" "$@" --ready-file "$BENCH_DIR/$_v_name.ready" \
 		>"$BENCH_DIR/$_v_name.out" 2>"$BENCH_DIR/$_v_name.err" &
 	SRV_PID=$!
 	bench_wait_file "$BENCH_DIR/$_v_name.ready" 20
+}
+
+# bench_host_server NAME CMD host:PORT ARGS...: bench_server's virtio case, the server on the
+# host through the agent (tests/vm/virtio-agent.sh, bench verb; the guest's end,
+# tests/vm/virtio-guest.sh, must be sourced). Each run gets its own peer name, so that one
+# left over from a failed run never answers for the next.
+bench_host_server() {
+	BENCH_HOST_SEQ=$((${BENCH_HOST_SEQ:-0} + 1))
+	_h_name=$1 _h_peer=$1-$BENCH_HOST_SEQ _h_cmd=$2 _h_port=${3#host:}
+	shift 3
+	_h_ans=$(host_req bench "$_h_peer" "$_h_port" "$_h_cmd" "$@")
+	if [ "$_h_ans" != ready ]; then
+		: >"$BENCH_DIR/$_h_name.out"
+		echo "host $_h_cmd: ${_h_ans:-no answer from the host agent}" >"$BENCH_DIR/$_h_name.err"
+		(exit 1) &
+		SRV_PID=$!
+		return 1
+	fi
+	(
+		host_wait "$_h_peer" "$BENCH_DIR" >"$BENCH_DIR/$_h_name.all"
+		_h_rc=$?
+		grep '^{' "$BENCH_DIR/$_h_name.all" >"$BENCH_DIR/$_h_name.out"
+		grep -v '^{' "$BENCH_DIR/$_h_name.all" >"$BENCH_DIR/$_h_name.err"
+		exit $_h_rc
+	) &
+	SRV_PID=$!
 }
 
 # bench_why OUT ERR RC: a short reason for a failed tool run.
@@ -374,13 +420,13 @@ bench_throughput() {
 	_t_addr=$(bench_client_addr "$_t_mode")
 	_t_tmo=$BENCH_TIMEOUT
 	_t_note=
+	_t_noeof=
 	rm -f "$BENCH_DIR/client.out" "$BENCH_DIR/client.err"
 	if [ "$_t_kind" = reply ]; then
 		bench_server srv serve "$BENCH_TARGET_LISTEN" --bytes "$_t_bytes" --conns "$_t_par" \
 			--timeout "$_t_tmo"
 	else
-		_t_noeof=
-		[ "$_t_kind" != dgram ] || _t_noeof=--no-eof
+		[ "$_t_kind" != dgram ] && [ "${BENCH_SINK_NO_EOF:-0}" != 1 ] || _t_noeof=--no-eof
 		bench_server srv sink "$BENCH_TARGET_LISTEN" --conns "$_t_par" --expect "$_t_bytes" \
 			--timeout "$_t_tmo" $_t_noeof
 	fi
@@ -402,6 +448,8 @@ bench_throughput() {
 	elif [ "$_t_kind" = dgram ]; then
 		_t_note=',"dgram_send":"sendto"'
 		[ -z "$BENCH_DGRAM_SOURCE_ARGS" ] || _t_note=',"dgram_send":"connect+send"'
+	elif [ -n "$_t_noeof" ]; then
+		_t_note=',"note":"timed to the last expected byte, not to EOF"'
 	fi
 	bench_busy
 	BUSY0=$BUSY IDLE0=$IDLE
@@ -631,11 +679,23 @@ bench_auto_note() {
 		_a_line=$(sed -n 's/.*\[bench\] listening on .*; data path: //p' "$BENCH_DIR/auto.log")
 		bench_stop_pid "$DAEMON_PID" "vsockmapd (auto)"
 	fi
+	_a_mode=
 	case $_a_line in
-	kernel) bench_log "datapath=auto, the default, takes the kernel path here: its figures are the vsockmapd (kernel) rows" ;;
-	"user space"*) bench_log "datapath=auto, the default, takes the user relay here: its figures are the vsockmapd (user relay) rows; $_a_line" ;;
-	*) bench_log "datapath=auto: no listener line from the daemon: $(bench_daemon_error auto)" ;;
+	kernel)
+		_a_mode=vsockmapd
+		bench_log "datapath=auto, the default, takes the kernel path here: its figures are the vsockmapd (kernel) rows"
+		;;
+	"user space"*)
+		_a_mode=vsockmapd-relay
+		bench_log "datapath=auto, the default, takes the user relay here: its figures are the vsockmapd (user relay) rows; $_a_line"
+		;;
+	*)
+		_a_line="no listener line from the daemon: $(bench_daemon_error auto)"
+		bench_log "datapath=auto: $_a_line"
+		;;
 	esac
+	# For the report (bench/report.awk): which row the default's figures are.
+	bench_emit "{\"part\":\"$BENCH_PART\",\"metric\":\"default\",\"target\":\"${BENCH_TARGET_DAEMON%%:*}\",\"same_as\":\"$_a_mode\",\"reason\":\"$(bench_text "$_a_line")\"}"
 }
 
 # bench_part_start: every stream relay up, each proven by a verified 1 MiB transfer.

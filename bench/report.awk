@@ -107,11 +107,24 @@ BEGIN {
 {
 	parse($0)
 	metric = F["metric"]
-	if (metric == "machine" && F["part"] ~ /^vm/ && !(F["part"] in vm_kernel)) {
+	if (metric == "machine" && F["part"] ~ /^(vm|virtio)/ && !(F["part"] in vm_kernel)) {
 		vm_kernel[F["part"]] = F["kernel"]
 		if (F["cpus"] != "" && F["cpus"] != 1)
 			vm_kernel[F["part"]] = vm_kernel[F["part"]] " (" F["cpus"] " vCPUs)"
 		vm_parts[++nvm_parts] = F["part"]
+	}
+	# Which measured row the default (no datapath=) is, per part and target kind.
+	if (metric == "default") {
+		dk = F["part"] " " F["target"]
+		if (!(dk in default_seen)) {
+			default_seen[dk] = 1
+			default_line[++ndefault] = sprintf("  %-24s %s (%s)", dk, F["same_as"] == "" ? "unknown" : "the " MODE_TITLE[F["same_as"]] " rows", F["reason"])
+		}
+		next
+	}
+	if (metric == "backend") {
+		backend_line = sprintf("%s (Debian package %s), tx-buffer-size %s", F["backend"], F["backend_package"], F["tx_buffer_size"])
+		next
 	}
 	if (F["scenario"] == "" || metric == "" || F["mode"] == "")
 		next
@@ -166,6 +179,30 @@ BEGIN {
 		mem_tdok[mk, F["mode"]] = F["teardown_done"]
 		mem_tdcpu[mk, F["mode"]] = F["teardown_daemon_cpu_s"]
 	}
+}
+
+# seed_rows(fmt, key): the seed's own figures beside the virtio datagram rows (64 KiB unix
+# datagrams to a host server, on real virtio hardware; not measured here), and the same ratio
+# of ours: vsockmapd against socat -b 65536 (default socat truncates 64 KiB datagrams).
+function seed_rows(fmt, key, sb, m, mode, r)
+{
+	printf fmt, "", "seed: socat (real hardware)", "76.3", "-", "1.00", "-", "-", "the seed's figure, not measured here"
+	printf fmt, "", "seed: sockmap (real hardware)", "168.8", "-", "2.21", "-", "-", "the seed's figure, not measured here"
+	summary_line("{\"part\":\"virtio\",\"scenario\":\"dgram-vsock\",\"mode\":\"seed-socat\",\"metric\":\"throughput\",\"mbps_median\":76.3,\"ratio_socat\":1,\"note\":\"the seed figure, real virtio hardware, not measured here\"}")
+	summary_line("{\"part\":\"virtio\",\"scenario\":\"dgram-vsock\",\"mode\":\"seed-sockmap\",\"metric\":\"throughput\",\"mbps_median\":168.8,\"ratio_socat\":2.21,\"note\":\"the seed figure, real virtio hardware, not measured here\"}")
+	sb = median_of(mbps, key SUBSEP "socat-b64k" SUBSEP "throughput")
+	if (sb == "")
+		return
+	printf "%-20s here against socat -b 65536 (the seed: 2.21x):", ""
+	for (m = 1; m <= nmodes; m++) {
+		mode = MODES[m]
+		if (mode !~ /^vsockmapd/)
+			continue
+		r = ratio(median_of(mbps, key SUBSEP mode SUBSEP "throughput"), sb)
+		if (r != "")
+			printf " %s %.2fx;", MODE_TITLE[mode], r
+	}
+	printf "\n"
 }
 
 # median(list, key): the median of arr[key], or "" when there is none
@@ -252,7 +289,7 @@ END {
 	print "the rounds. CPU s/GB: busy CPU-seconds of the whole machine (/proc/stat: user nice system"
 	print "irq softirq steal) per GB moved. x direct / x socat: ratio of medians (CPU: to socat's)."
 	print ""
-	fmt = "%-18s %-30s %-20s %8s %8s %8s %8s  %s\n"
+	fmt = "%-20s %-30s %-20s %8s %8s %8s %8s  %s\n"
 	printf fmt, "scenario", "mode", "MB/s", "x direct", "x socat", "CPU s/GB", "x socat", "runs / notes"
 	for (o = 1; o <= norder["throughput"]; o++) {
 		key = order["throughput", o]
@@ -298,6 +335,16 @@ END {
 			}
 			lab = ""
 		}
+		if (kp[1] == "virtio" && kp[2] == "dgram-vsock")
+			seed_rows(fmt, key)
+		print ""
+	}
+	if (backend_line != "")
+		print "virtio backend: " backend_line
+	if (ndefault) {
+		print "The default (no datapath=), by part and target: the daemon's listener line says which path it takes:"
+		for (i = 1; i <= ndefault; i++)
+			print default_line[i]
 		print ""
 	}
 	# The kernel path against the user relay, the comparison the kernel patches are for.
@@ -316,7 +363,7 @@ END {
 			continue
 		if (!nrel++)
 			print "vsockmapd (kernel) against vsockmapd (user relay), ratio of medians:"
-		printf "  %-18s %.2f\n", label(kp[1], kp[2]), kern / rel
+		printf "  %-20s %.2f\n", label(kp[1], kp[2]), kern / rel
 	}
 	if (nrel)
 		print ""
@@ -328,7 +375,7 @@ END {
 	print "of the rounds' p50 and p99). Setup: short connections per second (connect, 1 byte each way,"
 	print "close; several in flight), median (min-max)."
 	print ""
-	fmt2 = "%-18s %-30s %8s %8s %8s %20s %8s  %s\n"
+	fmt2 = "%-20s %-30s %8s %8s %8s %20s %8s  %s\n"
 	printf fmt2, "scenario", "mode", "p50 us", "p99 us", "x direct", "conn/s", "x socat", "notes"
 	for (o = 1; o <= norder["latency"]; o++) {
 		key = order["latency", o]
@@ -374,7 +421,7 @@ END {
 		print "Slab per connection through the relay minus direct's. setup: seconds to open them all;"
 		print "teardown: seconds until the daemon listed none after the clients closed."
 		print ""
-		fmt3 = "%-18s %-20s %6s %6s %7s %26s %26s %10s %9s  %s\n"
+		fmt3 = "%-20s %-20s %6s %6s %7s %26s %26s %10s %9s  %s\n"
 		printf fmt3, "scenario", "mode", "N", "open", "setup s", "daemon RSS kB (per conn)", "Slab kB (per conn)", "relay slab", "teardown", "notes"
 		for (o = 1; o <= nmem; o++) {
 			mk = mem_order[o]

@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # bench/run.sh - `make bench`: vsockmapd against socat, systemd-socket-proxyd and no relay
-# at all, on this machine (unix to unix, unix to TCP) and in the test VM (unix to vsock),
-# every mode in turn in the same run or boot, each scenario repeated. Prints the tables,
-# writes bench/results.json (every run) and bench/results.png. bench/README.md explains.
+# at all, on this machine (unix to unix, unix to TCP), in the test VM (unix to vsock) and
+# over virtio-vsock to a server on the host, every mode in turn in the same run or boot, each
+# scenario repeated. Prints the tables, writes bench/results.json (every run) and
+# bench/results.png. bench/README.md explains.
 #
-#	bench/run.sh               the full bench (under 20 minutes on 2 cores)
-#	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (under 3 minutes)
+#	bench/run.sh               the full bench (about 30 minutes on 2 cores)
+#	QUICK=1 bench/run.sh       fewer bytes, 3 rounds (about 6 minutes)
 #	bench/run.sh --selftest    tiny sizes, a subset; checks the harness, not the numbers
-#	bench/run.sh --part host|vm   one part only (the tables still cover what ran)
+#	bench/run.sh --part host|vm|virtio   one part only (the tables still cover what ran)
 #	bench/run.sh --part "vm-stock vm-patched"   the kernels of make kernel-patched only
 #	bench/run.sh --report      redo the tables, JSON and PNG from the last raw results
 #
@@ -17,6 +18,7 @@
 # can run produced verified numbers (and, with --selftest, whether the outputs exist).
 
 set -uo pipefail
+shopt -s extglob
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 # shellcheck source=tests/lib/summary.sh
@@ -24,7 +26,7 @@ ROOT=$PWD
 OUT=$ROOT/.output
 
 usage() {
-	sed -n '4,16s/^# \{0,1\}//p' "$0" >&2
+	sed -n '4,17s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -50,7 +52,7 @@ QUICK=${QUICK:-0}
 # and with kernel/patches: "KERNEL MODULES" of variant $1, or nothing.
 KERNEL_CACHE=${VSOCKMAP_KERNEL_CACHE:-/var/cache/vsockmap-kernel}
 # Every part there is, each with its raw results in $BENCH_OUT/PART.jsonl.
-ALL_PARTS="host vm vm-stock vm-patched"
+ALL_PARTS="host vm vm-stock vm-patched virtio"
 built_kernel() {
 	local k m
 	k=$(compgen -G "$KERNEL_CACHE/out/$1/boot/vmlinuz-*" | head -n 1)
@@ -58,7 +60,8 @@ built_kernel() {
 	[[ -n $k && -n $m ]] && echo "$k $m"
 }
 # By default the VM part boots the suites' kernel; where make kernel-patched has built both
-# variants, the same run also measures one stream on each (vm-stock, vm-patched).
+# variants, the same run also measures one stream on each (vm-stock, vm-patched). The virtio
+# part boots the suites' kernel again, with the virtio transport and the servers on the host.
 if [[ -z $parts ]]; then
 	parts="host vm"
 	if ((!selftest && !report_only)); then
@@ -69,6 +72,7 @@ if [[ -z $parts ]]; then
 				"$KERNEL_CACHE" >&2
 		fi
 	fi
+	parts+=" virtio"
 fi
 
 # The self-test keeps to its own files (and VM log), so that it can run beside a real bench
@@ -95,6 +99,10 @@ MODES_VM="direct socat socat-b64k proxyd vsockmapd vsockmapd-permanent vsockmapd
 # On the kernels of make kernel-patched: one stream, the modes the issue's targets compare.
 MODES_VM_KERNELS="direct socat vsockmapd vsockmapd-permanent vsockmapd-relay"
 VM_SCENARIOS="uds-vsock uds-vsock-x8 dgram-vsock vsock-uds"
+# The virtio part: the seed's setup, servers on the host (tests/vm/run.sh --virtio). Its kernel
+# path moves a few MB/s there (docs/performance.md, "virtio"), so its runs are shorter.
+MODES_VIRTIO="direct socat socat-b64k vsockmapd vsockmapd-permanent vsockmapd-relay"
+VIRTIO_SCENARIOS="uds-vsock uds-vsock-x8 dgram-vsock"
 CONN_CONCURRENCY=8
 if ((selftest)); then
 	profile=selftest
@@ -103,6 +111,8 @@ if ((selftest)); then
 	HOST_CONNS=100 VM_CONNS=50 HOST_HOLD="100" VM_HOLD="100"
 	VM_SCENARIOS="uds-vsock dgram-vsock vsock-uds"
 	VM_TIMEOUT=150
+	VIRTIO_SCENARIOS="uds-vsock dgram-vsock"
+	VIRTIO_BYTES=$((2 << 20)) VIRTIO_PAR_BYTES=$((256 << 10)) VIRTIO_TIMEOUT=240
 	export BENCH_SETTLE=0.3 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=30
 elif ((QUICK)); then
 	profile=quick
@@ -110,6 +120,7 @@ elif ((QUICK)); then
 	HOST_PP=5000 HOST_PP_WARMUP=500 VM_PP=500 VM_PP_WARMUP=50
 	HOST_CONNS=1000 VM_CONNS=150 HOST_HOLD="1000" VM_HOLD="1000"
 	VM_TIMEOUT=400
+	VIRTIO_BYTES=$((16 << 20)) VIRTIO_PAR_BYTES=$((2 << 20)) VIRTIO_TIMEOUT=600
 	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=60
 else
 	profile=full
@@ -118,6 +129,7 @@ else
 	HOST_PP=20000 HOST_PP_WARMUP=1000 VM_PP=2000 VM_PP_WARMUP=200
 	HOST_CONNS=2000 VM_CONNS=2000 HOST_HOLD="1000 10000" VM_HOLD="1000 10000"
 	VM_TIMEOUT=1100
+	VIRTIO_BYTES=$((64 << 20)) VIRTIO_PAR_BYTES=$((8 << 20)) VIRTIO_TIMEOUT=1800
 	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=20 BENCH_HOLD_TIMEOUT=120
 fi
 
@@ -206,13 +218,18 @@ host_part() {
 # ---- the VM part ----------------------------------------------------------------------------
 
 # vm_part [PART]: one boot. PART vm boots the suites' kernel and runs every VM scenario;
-# vm-stock and vm-patched boot the kernels of make kernel-patched and measure one stream.
+# vm-stock and vm-patched boot the kernels of make kernel-patched and measure one stream;
+# virtio boots the suites' kernel with the virtio transport, the servers on the host.
 vm_part() {
 	local part=${1:-vm} t0=$EPOCHREALTIME rc suite scenarios=$VM_SCENARIOS modes=$MODES_VM
-	local params=$BENCH_OUT/$part-params.sh kernel modules only=0 seconds
+	local params=$BENCH_OUT/$part-params.sh kernel modules only=0 seconds virtio=0
+	local bytes=$VM_BYTES par_bytes=$VM_PAR_BYTES vm_timeout=$VM_TIMEOUT vm_args=()
 	suite=$VM_SUITE_NAME
 	[[ $part == vm ]] || suite+=-${part#vm-}
-	if [[ $part != vm ]]; then
+	if [[ $part == virtio ]]; then
+		scenarios=$VIRTIO_SCENARIOS modes=$MODES_VIRTIO only=1 virtio=1 vm_args=(--virtio)
+		bytes=$VIRTIO_BYTES par_bytes=$VIRTIO_PAR_BYTES vm_timeout=$VIRTIO_TIMEOUT
+	elif [[ $part != vm ]]; then
 		read -r kernel modules < <(built_kernel "${part#vm-}") || {
 			log "$part: no ${part#vm-} kernel in $KERNEL_CACHE (make kernel-patched)"
 			return 1
@@ -221,11 +238,12 @@ vm_part() {
 	fi
 	cat >"$params" <<EOF
 BENCH_PART_NAME=$part
+BENCH_VIRTIO=$virtio
 BENCH_THROUGHPUT_ONLY=$only
 BENCH_REPS=$REPS
 BENCH_CONN_REPS=$CONN_REPS
-BENCH_VM_BYTES=$VM_BYTES
-BENCH_VM_PAR_BYTES=$VM_PAR_BYTES
+BENCH_VM_BYTES=$bytes
+BENCH_VM_PAR_BYTES=$par_bytes
 BENCH_VM_SCENARIOS="$scenarios"
 BENCH_PP_COUNT=$VM_PP
 BENCH_PP_WARMUP=$VM_PP_WARMUP
@@ -238,22 +256,37 @@ BENCH_TEARDOWN_MAX=${BENCH_TEARDOWN_MAX:-60}
 BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
 BENCH_DGRAM_SOURCE_ARGS=$([[ ${BENCH_DGRAM_CONNECT:-0} == 1 ]] && echo --connect)
 EOF
-	log "$part: one boot${kernel:+ of $kernel}, scenarios $scenarios (timeout ${VM_TIMEOUT}s)"
+	log "$part: one boot${kernel:+ of $kernel}, scenarios $scenarios (timeout ${vm_timeout}s)"
 	# run.sh names the log and initramfs after the suite file.
 	cp tests/vm/suite-bench.sh "$BENCH_OUT/$suite.sh"
 	VSOCKMAP_VM_KERNEL=${kernel:-${VSOCKMAP_VM_KERNEL:-}} \
 		VSOCKMAP_VM_MODULES=${modules:-${VSOCKMAP_VM_MODULES:-}} \
-		tests/vm/run.sh "$BENCH_OUT/$suite.sh" --timeout "$VM_TIMEOUT" \
+		tests/vm/run.sh "$BENCH_OUT/$suite.sh" --timeout "$vm_timeout" \
+		${vm_args[@]+"${vm_args[@]}"} \
 		--file bench/lib.sh:/usr/lib/vmtest/bench-lib.sh \
 		--file "$params":/usr/lib/vmtest/bench-params.sh >"$BENCH_OUT/$part.txt" 2>&1
 	rc=$?
 	sed 's/^/  /' "$BENCH_OUT/$part.txt" >&2
 	tr -d '\r' <"$OUT/vm/$suite.log" | sed -n 's/.*BENCH \({.*}\)$/\1/p' >"$BENCH_OUT/$part.jsonl"
+	((!virtio)) || virtio_backend_record >>"$BENCH_OUT/$part.jsonl"
 	seconds=$(elapsed_since "$t0")
 	VM_SECONDS=$((${VM_SECONDS:-0} + seconds))
 	echo "{\"part\":\"$part\",\"metric\":\"duration\",\"seconds\":$seconds,\"vm_rc\":$rc}" >>"$BENCH_OUT/$part.jsonl"
 	log "$part part: $(fmt_duration "$seconds") (tests/vm/run.sh exit $rc)"
 	return $rc
+}
+
+# virtio_backend_record: the virtio part's backend, its version and tx-buffer-size, as a
+# record (the binary asked for its version under vsm-novsock, as the tier runs it).
+virtio_backend_record() {
+	local bin version package tx
+	bin=$(scripts/fetch-vhost-device-vsock.sh 2>/dev/null | sed -n 's/^VHOST_DEVICE_VSOCK=//p')
+	version=$("$OUT/tools/vsm-novsock" "$bin" --version 2>/dev/null | head -n 1)
+	package=$(sed -n 's|.*/vhost-device-vsock_\([^/]*\)/.*|\1|p' <<<"$bin")
+	# shellcheck source=tests/vm/virtio-host.sh
+	tx=$(. tests/vm/virtio-host.sh && echo "$VIRTIO_TX_BUFFER_SIZE")
+	printf '{"part":"virtio","metric":"backend","backend":"%s","backend_package":"%s","tx_buffer_size":%d}\n' \
+		"${version:-unknown}" "${package:-unknown}" "${tx:-0}"
 }
 
 # ---- outputs --------------------------------------------------------------------------------
@@ -267,7 +300,7 @@ vm_machine() {
 first_vm_part() {
 	local part
 	for part in $parts; do
-		[[ $part == vm* && -n $(vm_machine "$part" kernel) ]] || continue
+		[[ $part == @(vm*|virtio) && -n $(vm_machine "$part" kernel) ]] || continue
 		echo "$part"
 		return
 	done
@@ -288,12 +321,15 @@ machine_json() {
 	done
 	vm=$(first_vm_part)
 	printf '"vm_cpus":%s,' "$([[ -n $vm ]] && vm_machine "$vm" cpus || echo null)"
+	printf '"virtio_backend":"%s",' "$(sed -n 's/.*"metric":"backend","backend":"\([^"]*\)".*"tx_buffer_size":\([0-9]*\).*/\1, tx-buffer-size \2/p' \
+		"$BENCH_OUT/virtio.jsonl" 2>/dev/null | head -n 1)"
 	printf '"parameters":{"reps":%d,"conn_reps":%d,"host_bytes":%d,"vm_bytes":%d,"vm_parallel_bytes_each":%d,' \
 		"$REPS" "$CONN_REPS" "$HOST_BYTES" "$VM_BYTES" "$VM_PAR_BYTES"
 	printf '"write_size":65536,"host_pingpong":%d,"vm_pingpong":%d,"host_conns":%d,"vm_conns":%d,' \
 		"$HOST_PP" "$VM_PP" "$HOST_CONNS" "$VM_CONNS"
-	printf '"conn_concurrency":%d,"host_hold":"%s","vm_hold":"%s"},' "$CONN_CONCURRENCY" \
+	printf '"conn_concurrency":%d,"host_hold":"%s","vm_hold":"%s",' "$CONN_CONCURRENCY" \
 		"$HOST_HOLD" "$VM_HOLD"
+	printf '"virtio_bytes":%d,"virtio_parallel_bytes_each":%d},' "$VIRTIO_BYTES" "$VIRTIO_PAR_BYTES"
 	printf '"durations_s":{"host":%s,"vm":%s,"total":%s}}' "${HOST_SECONDS:-null}" \
 		"${VM_SECONDS:-null}" "${TOTAL_SECONDS:-null}"
 }
@@ -361,8 +397,8 @@ selftest_verdict() {
 	while IFS=$'\t' read -r key ok total; do
 		[[ -n $key ]] || continue
 		line="$ok of $total runs verified"
-		if [[ $key == vm/dgram-vsock/socat/throughput ]]; then
-			grep -q '"scenario":"dgram-vsock","mode":"socat".*truncates' "$RAW"
+		if [[ $key == @(vm|virtio)/dgram-vsock/socat/throughput ]]; then
+			grep -q "\"part\":\"${key%%/*}\",\"scenario\":\"dgram-vsock\",\"mode\":\"socat\".*truncates" "$RAW"
 			st_check "$key" $? "expected to fail: socat's default buffer truncates datagrams ($line)"
 			continue
 		fi
@@ -442,21 +478,23 @@ for part in $parts; do
 		exit 2
 	}
 done
-if ((selftest)) && [[ $parts == "host vm" ]]; then
+if ((selftest)) && [[ $parts == "host vm"* ]]; then
 	# Numbers do not count here: the host part runs while the VM boots and measures.
 	(host_part) &
 	host_pid=$!
 	vm_part || rc=1
 	wait $host_pid || rc=1
+	parts_left=${parts#host vm}
 else
-	for part in $parts; do
-		case $part in
-		host) (host_part) || rc=1 ;;
-		vm) vm_part || rc=1 ;;
-		vm-*) vm_part "$part" || rc=1 ;;
-		esac
-	done
+	parts_left=$parts
 fi
+for part in $parts_left; do
+	case $part in
+	host) (host_part) || rc=1 ;;
+	vm) vm_part || rc=1 ;;
+	vm-* | virtio) vm_part "$part" || rc=1 ;;
+	esac
+done
 HOST_SECONDS=$(sed -n 's/.*"part":"host","metric":"duration","seconds":\([0-9]*\).*/\1/p' "$BENCH_OUT/host.jsonl" | tail -n 1)
 TOTAL_SECONDS=$(elapsed_since "$T0")
 OWN_FAILURES=0

@@ -10,7 +10,9 @@
 #   --modules DIR    the VM kernel's /lib/modules/VERSION directory; default: the
 #                    MODULES line printed by scripts/fetch-vm-kernel.sh
 #   --virtio         the virtio transport (vmw_vsock_virtio_transport) in place of
-#                    vsock_loopback, for a VM with a virtio-vsock device (run.sh --virtio)
+#                    vsock_loopback, for a VM with a virtio-vsock device (run.sh --virtio),
+#                    and tests/vm/virtio-guest.sh (the host agent's guest end) as
+#                    /usr/lib/vmtest/virtio.sh
 #   --file SRC[:DEST]
 #                    extra file or directory; DEST defaults to /files/BASENAME.
 #                    Dynamically linked executables (also inside a directory)
@@ -43,6 +45,7 @@ out=
 suite=
 moddir=
 files=()
+virtio=0
 while (($#)); do
 	case $1 in
 	--suite)
@@ -57,6 +60,7 @@ while (($#)); do
 		;;
 	--virtio)
 		MODULES_IN_ORDER[2]=vmw_vsock_virtio_transport
+		virtio=1
 		shift
 		;;
 	--file)
@@ -156,6 +160,7 @@ chmod 0755 bin/busybox
 put "$HERE/init" /init 0755
 put "$HERE/../lib/harness.sh" /usr/lib/vmtest/lib.sh 0644
 put "$suite" /suite.sh 0755
+((!virtio)) || put "$HERE/virtio-guest.sh" /usr/lib/vmtest/virtio.sh 0644
 
 # Modules, decompressed for busybox insmod; /init loads the ones named in
 # lib/modules/vmtest/load-order (built-in ones are left out).

@@ -12,7 +12,9 @@
 # PARAMS (written by bench/run.sh) sets BENCH_REPS, BENCH_CONN_REPS, BENCH_VM_BYTES, BENCH_VM_PAR_BYTES,
 # BENCH_VM_SCENARIOS, BENCH_PP_COUNT, BENCH_PP_WARMUP, BENCH_CONNS, BENCH_CONN_CONCURRENCY,
 # BENCH_HOLD_COUNTS and BENCH_MODES; BENCH_PART_NAME (default vm) names the part in every record,
-# and BENCH_THROUGHPUT_ONLY=1 leaves out latency, connection rate and memory.
+# and BENCH_THROUGHPUT_ONLY=1 leaves out latency, connection rate and memory. BENCH_VIRTIO=1
+# (a boot with tests/vm/run.sh --virtio: make bench's virtio part) puts the servers on the host,
+# started through the host agent, and the clients and relays dial CID 2.
 
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
@@ -20,6 +22,10 @@
 . /usr/lib/vmtest/bench-lib.sh
 # shellcheck disable=SC1091
 . /usr/lib/vmtest/bench-params.sh
+if [ "${BENCH_VIRTIO:-0}" = 1 ]; then
+	# shellcheck source=tests/vm/virtio-guest.sh
+	. /usr/lib/vmtest/virtio.sh
+fi
 
 bench_vm_part "$VMTEST_TMP/bench"
 
@@ -56,7 +62,7 @@ for _scen in $BENCH_VM_SCENARIOS; do
 	esac
 	scenario_verdict "$_scen" throughput
 done
-# The kernels of make kernel-patched (vm-stock, vm-patched): one stream's throughput only.
+# The kernels of make kernel-patched (vm-stock, vm-patched) and the virtio part: throughput only.
 if [ "${BENCH_THROUGHPUT_ONLY:-0}" = 1 ]; then
 	bench_part_stop
 	exit 0

@@ -23,18 +23,13 @@
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
 # shellcheck source=tests/e2e/scenarios.sh
 . /usr/lib/vmtest/scenarios.sh
+# shellcheck source=tests/vm/virtio-guest.sh
+. /usr/lib/vmtest/virtio.sh
 
 V_DIR=$VMTEST_TMP/virtio
-V_AGENT_PORT=9000 # tests/vm/virtio-host.sh
 V_UP=${V_UP:-32M}
 V_OUT=$V_DIR
 mkdir -p "$V_DIR"
-
-# host_req WORD...: one request to the host agent (tests/vm/virtio-agent.sh), its answer on
-# stdout. socat's -t: the answer of a "wait" may take minutes after our side is done.
-host_req() {
-	printf '%s\n' "$*" | socat -t 600 -T 600 - "VSOCK-CONNECT:2:$V_AGENT_PORT"
-}
 
 # host_server NAME PORT ARG...: a vsm-peer server on the host, behind guest CID 2 port PORT;
 # once it listens, SERVER_PID is a guest process that ends with its exit status, having
@@ -46,16 +41,8 @@ host_server() {
 		SERVER_PID=
 		return 1
 	fi
-	host_wait "$1" >"$V_OUT/$1.server" &
+	host_wait "$1" "$V_DIR" >"$V_OUT/$1.server" &
 	SERVER_PID=$!
-}
-
-# host_wait NAME: the output of host peer NAME once it ended; its exit status.
-host_wait() {
-	host_req wait "$1" 300 >"$V_DIR/$1.wait"
-	grep -v '^rc=' "$V_DIR/$1.wait"
-	_hw=$(sed -n 's/^rc=\([0-9]*\)$/\1/p' "$V_DIR/$1.wait")
-	return "${_hw:-125}"
 }
 
 # verdict NAME CLIENT_RC SERVER_RC CLIENT_OUT SERVER_OUT DETAIL
@@ -161,7 +148,7 @@ virtio_down() {
 	_spid=$!
 	wait_for_file "$V_DIR/$_n.ready" 10
 	_r=$(host_req client "$_n" $((V_BASE + 1)) --send "$V_UP" --timeout 240 --connect-timeout 10)
-	host_wait "$_n" >"$V_DIR/$_n.client"
+	host_wait "$_n" "$V_DIR" >"$V_DIR/$_n.client"
 	_crc=$?
 	[ "$_r" = started ] || echo "agent: $_r" >>"$V_DIR/$_n.client"
 	wait $_spid

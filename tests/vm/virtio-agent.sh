@@ -5,30 +5,44 @@
 #
 # socat runs it, under tests/tools/vsm-novsock, for each connection the guest makes to CID 2
 # port VIRTIO_AGENT_PORT (the backend connects that to the unix socket ${VIRTIO_UDS}_PORT).
-# It reads one request line and answers on stdout; only vsm-peer is ever run, and its
-# arguments are passed as words, never through a shell:
+# It reads one request line and answers on stdout; only vsm-peer and vsm-bench's servers are
+# ever run, and their arguments are passed as words, never through a shell:
 #
 #   server NAME PORT ARG...  vsm-peer server unix:${VIRTIO_UDS}_PORT ARG..., in the background;
 #                            answers "ready" once it listens, or "failed ..."
+#   bench NAME PORT CMD ARG...  the same with vsm-bench CMD (sink, serve or pingpong-server):
+#                            make bench's virtio part (bench/lib.sh)
 #   client NAME PORT ARG...  vsm-peer client hybrid:${VIRTIO_UDS}:PORT ARG... (the guest's
 #                            vsock PORT), in the background; answers "started"
 #   wait NAME [SEC]          waits up to SEC (default 300) for NAME to end; answers with its
 #                            output, then "rc=N" (rc=124 if it is still running)
 #
-# Environment: VIRTIO_UDS, VIRTIO_DIR (the peers' output files), VSM_PEER.
+# Environment: VIRTIO_UDS, VIRTIO_DIR (the peers' output files), VSM_PEER, VSM_BENCH.
 set -uo pipefail
+shopt -s extglob
 
 read -r verb name rest || exit 0
 [[ $name =~ ^[A-Za-z0-9_.@-]+$ ]] || { echo "failed: bad name '$name'"; exit 0; }
 base=$VIRTIO_DIR/peer-$name
 
-# start KIND ADDR ARG...: vsm-peer in its own session, its status in $base.rc when it ends.
+# start PROGRAM ARG...: PROGRAM in its own session, its status in $base.rc when it ends.
 start() {
 	rm -f "$base.rc" "$base.ready"
 	# shellcheck disable=SC2016 # the inner shell expands them
 	setsid bash -c '"$@" >"$0.out" 2>&1; echo $? >"$0.rc.tmp"; mv "$0.rc.tmp" "$0.rc"' \
-		"$base" "$VSM_PEER" "$@" </dev/null >/dev/null 2>&1 &
+		"$base" "$@" </dev/null >/dev/null 2>&1 &
 	echo $! >"$base.pid"
+}
+
+# answer_ready: "ready" once the server started by start wrote its ready file (10 s at most),
+# or "failed" with the end of its output.
+answer_ready() {
+	for _ in $(seq 100); do
+		[[ -e $base.ready ]] && { echo ready; exit 0; }
+		[[ -e $base.rc ]] && break
+		sleep 0.1
+	done
+	echo "failed: $(tail -n 2 "$base.out" 2>/dev/null | tr '\n' ' ')"
 }
 
 case $verb in
@@ -36,19 +50,22 @@ server)
 	read -r port words <<<"$rest"
 	[[ $port =~ ^[0-9]+$ ]] || { echo "failed: bad port '$port'"; exit 0; }
 	read -ra args <<<"$words"
-	start server "unix:${VIRTIO_UDS}_$port" --ready-file "$base.ready" "${args[@]}"
-	for _ in $(seq 100); do
-		[[ -e $base.ready ]] && { echo ready; exit 0; }
-		[[ -e $base.rc ]] && break
-		sleep 0.1
-	done
-	echo "failed: $(tail -n 2 "$base.out" 2>/dev/null | tr '\n' ' ')"
+	start "$VSM_PEER" server "unix:${VIRTIO_UDS}_$port" --ready-file "$base.ready" "${args[@]}"
+	answer_ready
+	;;
+bench)
+	read -r port cmd words <<<"$rest"
+	[[ $port =~ ^[0-9]+$ ]] || { echo "failed: bad port '$port'"; exit 0; }
+	[[ $cmd == @(sink|serve|pingpong-server) ]] || { echo "failed: not a vsm-bench server: '$cmd'"; exit 0; }
+	read -ra args <<<"$words"
+	start "$VSM_BENCH" "$cmd" "unix:${VIRTIO_UDS}_$port" --ready-file "$base.ready" "${args[@]}"
+	answer_ready
 	;;
 client)
 	read -r port words <<<"$rest"
 	[[ $port =~ ^[0-9]+$ ]] || { echo "failed: bad port '$port'"; exit 0; }
 	read -ra args <<<"$words"
-	start client "hybrid:$VIRTIO_UDS:$port" "${args[@]}"
+	start "$VSM_PEER" client "hybrid:$VIRTIO_UDS:$port" "${args[@]}"
 	echo started
 	;;
 wait)
