@@ -67,6 +67,7 @@ struct options {
 	const char *ready_file;
 	/* client */
 	uint64_t send_len, expect_reply, parallel, dgram_count, kill_after, connect_timeout_s;
+	uint64_t window; /* --after echo: most bytes sent and not yet read back, 0 for no limit */
 	uint64_t sndbuf; /* client stream sockets: SO_SNDBUF(FORCE), 0 for the default */
 	uint64_t mark_after; /* --mark-file is created once a connection has sent this much */
 	const char *mark_file;
@@ -191,6 +192,8 @@ static const char usage_text[] =
     "  --after close|shutdown|echo\n"
     "                         then: close (default); shutdown(SHUT_WR) and read\n"
     "                         to EOF; or read back all N bytes while sending\n"
+    "  --window N             with --after echo: never more than N bytes sent and\n"
+    "                         not yet read back (as a request-reply client)\n"
     "  --expect-reply N       with --after shutdown: the reply must be exactly\n"
     "                         N bytes of stream SEED+1\n"
     "  --parallel P           P concurrent connections; connection i (from 1)\n"
@@ -241,6 +244,7 @@ enum option_id {
 	OPT_MARK_AFTER,
 	OPT_MARK_FILE,
 	OPT_PAUSE_FILE,
+	OPT_WINDOW,
 };
 
 static const struct option long_options[] = {
@@ -272,6 +276,7 @@ static const struct option long_options[] = {
     {"mark-after", required_argument, NULL, OPT_MARK_AFTER},
     {"mark-file", required_argument, NULL, OPT_MARK_FILE},
     {"pause-file", required_argument, NULL, OPT_PAUSE_FILE},
+    {"window", required_argument, NULL, OPT_WINDOW},
     {"help", no_argument, NULL, 'h'},
     {}};
 
@@ -308,6 +313,7 @@ static const struct number_option {
     {OPT_CONNECT_TIMEOUT, &opt.connect_timeout_s, UINT32_MAX},
     {OPT_SNDBUF, &opt.sndbuf, INT32_MAX / 2},
     {OPT_MARK_AFTER, &opt.mark_after, UNSET - 1},
+    {OPT_WINDOW, &opt.window, UNSET - 1},
 };
 
 static const struct number_option *find_number_option(int id)
@@ -346,6 +352,8 @@ static int check_options(int modes)
 		return usage_error("--expect only reads: use it with --send 0", "");
 	if (opt.expect_reply != UNSET && opt.after != AFTER_SHUTDOWN)
 		return usage_error("--expect-reply needs --after shutdown", "");
+	if (opt.window && opt.after != AFTER_ECHO)
+		return usage_error("--window needs --after echo", "");
 	if (msg_addr && opt.send_len)
 		return usage_error("use --dgram-count and --msg-size with ", opt.addr.text);
 	if (!msg_addr && opt.dgram_count)
@@ -471,6 +479,16 @@ static void conn_free(struct conn *c)
 static bool conn_has_output(const struct conn *c)
 {
 	return c->tx_off < c->tx_fill || c->tx.offset < c->tx_len;
+}
+
+/* --window: how many more bytes may be sent before some come back. */
+static uint64_t window_room(const struct conn *c)
+{
+	uint64_t ahead = c->tx_bytes - c->rx_bytes;
+
+	if (!opt.window || opt.is_server)
+		return UINT64_MAX;
+	return ahead < opt.window ? opt.window - ahead : 0;
 }
 
 static void conn_fail(struct conn *c, const char *call, int err)
@@ -639,6 +657,7 @@ static void conn_send(struct conn *c)
 		c->tx_fill = len;
 	}
 	len = min_u64(c->tx_fill - c->tx_off, opt.kill_after - c->tx_bytes);
+	len = min_u64(len, window_room(c));
 	n = send(c->fd, c->txbuf + c->tx_off, len, MSG_NOSIGNAL);
 	if (n < 0) {
 		if (errno != EINTR && errno != EAGAIN)
@@ -667,7 +686,7 @@ static short conn_poll_events(const struct conn *c, uint64_t now)
 
 	if (c->done)
 		return 0;
-	if (conn_has_output(c) && !send_paused())
+	if (conn_has_output(c) && !send_paused() && window_room(c))
 		events |= POLLOUT;
 	/* An echo server reads into its output buffer: only once that is drained. */
 	if (c->receiving && !(c->echo && conn_has_output(c)) && c->slow_until <= now)
