@@ -154,7 +154,7 @@ cmdline_compat() {
 			"--send 16M" "16 MiB checksummed, unix->TCP:"
 		compat tcp-echo "$_L" "TCP-CONNECT:127.0.0.1:$((CMD_PORT + 7))" \
 			"tcp:127.0.0.1:$((CMD_PORT + 7))" "$_C" "--echo --count 1" \
-			"--send 8M --after echo" "8 MiB echoed over TCP:"
+			"--send 8M --after echo --window 64K" "8 MiB echoed over TCP, 64 KiB at a time:"
 		compat_listen_pair tcp-listen "TCP-LISTEN:$((CMD_PORT + 20)),reuseaddr" \
 			"UNIX-CONNECT:@D@/srv.sock" "unix:@D@/srv.sock" "tcp:127.0.0.1:$((CMD_PORT + 20))" ok
 	else
@@ -173,8 +173,9 @@ cmdline_compat() {
 compat_listen_pair() {
 	compat "$1-stream" "$2" "$3" "$4" "$5" "--sink --count 1 --expect 8M" "--send 8M" \
 		"8 MiB checksummed, $2 -> $3:"
-	compat "$1-echo" "$2" "$3" "$4" "$5" "--echo --count 1" "--send 4M --after echo" \
-		"4 MiB echoed:"
+	# --window: as compat echo in cmdline_compat (socat's blocking writes).
+	compat "$1-echo" "$2" "$3" "$4" "$5" "--echo --count 1" \
+		"--send 4M --after echo --window 64K" "4 MiB echoed, 64 KiB at a time:"
 	compat "$1-half-close" "$2" "$3" "$4" "$5" "--sink --reply 1M --count 1" \
 		"--send 4M --after shutdown --expect-reply 1M" \
 		"client half-closes after 4 MiB, reads a 1 MiB reply:"
