@@ -89,12 +89,14 @@ summarise() {
 	function kv(k,   i) { for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
 	/^#/ { next }
 	{ t = ts() }
-	/ bl: / { w = kv("work"); runs[w]++; cur = w; inrun = 1; sent_run = 0;
+	# a send belongs to the run its task started last (a worker can sleep in lock_sock(),
+	# and another psock'"'"'s run come in between)
+	/ bl: / { w = kv("work"); runs[w]++; curw[$1] = w;
 		if (last_bl[w] != "") print "blgap", (t - last_bl[w]) * 1000 > out; last_bl[w] = t
 		if (eagain_t[w] != "") { print "eagain_to_run", (t - eagain_t[w]) * 1000 > out; eagain_t[w] = "" }
 		if (credit_t != "") { print "credit_to_run", (t - credit_t) * 1000 > out; credit_t = "" }
 		if (first == "") first = t; next }
-	/ ssr: / { r = kv("ret");
+	/ ssr: / { r = kv("ret"); cur = curw[$1];
 		if (r + 0 > 0) { bytes[cur] += r; sends[cur]++; if (!sent_t[cur]) sent_t[cur] = 1; lastsend = t
 			print "send_bytes", r > out }
 		else if (r + 0 == -11) { if (!eagains[cur]) first_eagain[cur] = t; eagains[cur]++; eagain_t[cur] = t; waiting = 1; eagain_any = t }
