@@ -60,6 +60,9 @@
  * need both ends' clocks or the daemon (daemon-close, idle, --term-pid, client-kill's
  * end bound) are not drawn or not checked.
  *
+ * With --kill-no-reply a client-kill's server sends nothing back (as for a tcp: client): once
+ * the client is gone nothing waits unread in the relay.
+ *
  * Output: one line per failed connection, a line per ending, then
  *   soak conns=N ok=N failed=N lost=B mismatched=N up=B down=B max_live=N
  *        kill_end_ms_max=T reset_end_ms_max=T secs=S
@@ -189,6 +192,7 @@ static struct {
 	const char *cmd;       /* run in the background every --cmd-ms or so */
 	unsigned int cmd_ms;
 	bool no_client, no_server; /* --role: the other end is another process's */
+	bool kill_no_reply;	   /* client-kill's server sends nothing */
 	const char *ready_file;	   /* created once listening */
 } opt = {.modes = (1u << N_MODES) - 1,
 	 .only = -1,
@@ -687,7 +691,7 @@ static void conn_plan(struct conn *k, uint32_t id)
 	/* A TCP socket closed with bytes unread resets (RFC 1122, 4.2.2.13), and a reset
 	 * discards what the client had not sent yet: its kill is a plain close only when
 	 * nothing came for it. */
-	if (m == CLIENT_KILL && tcp_client)
+	if (m == CLIENT_KILL && (tcp_client || opt.kill_no_reply))
 		k->down_len = 0;
 	k->cut = k->up_len ? krnd(k) % (k->up_len + 1) : 0;
 	k->sndbuf = sndbufs[krnd(k) % (sizeof(sndbufs) / sizeof(sndbufs[0]))];
@@ -1184,7 +1188,8 @@ static void usage(int rc)
 		"  --role client|server  play one end only (--connect or --listen); another\n"
 		"                     vsm-soak with the same seed, count, sizes and modes plays\n"
 		"                     the other\n"
-		"  --ready-file PATH  created once listening\n");
+		"  --ready-file PATH  created once listening\n"
+		"  --kill-no-reply    client-kill's server sends nothing back\n");
 	exit(rc);
 }
 
@@ -1213,6 +1218,7 @@ static void parse_args(int argc, char **argv)
 	    {"cmd-ms", required_argument, NULL, 'Y'},
 	    {"role", required_argument, NULL, 'R'},
 	    {"ready-file", required_argument, NULL, 'F'},
+	    {"kill-no-reply", no_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1289,6 +1295,9 @@ static void parse_args(int argc, char **argv)
 			break;
 		case 'F':
 			opt.ready_file = optarg;
+			break;
+		case 'K':
+			opt.kill_no_reply = true;
 			break;
 		case 'h':
 			usage(0);
