@@ -73,7 +73,7 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 		--timeout 600 --name suite-virtio-newest
 	VSOCKMAP_VM_SERIES=newest run virtio-soak-newest tests/vm/run.sh \
-		tests/vm/suite-virtio-soak.sh --virtio --timeout 900 --name suite-virtio-soak-newest
+		tests/vm/suite-virtio-soak.sh --virtio --timeout 600 --name suite-virtio-soak-newest
 ) &
 (
 	run smoke tests/vm/run.sh tests/vm/suite-smoke.sh --timeout 300
@@ -86,7 +86,7 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 	QUICK=1 run soak tests/vm/soak.sh
 	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600 \
 		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
-	run virtio-soak-6.12 tests/vm/run.sh tests/vm/suite-virtio-soak.sh --virtio --timeout 900
+	run virtio-soak-6.12 tests/vm/run.sh tests/vm/suite-virtio-soak.sh --virtio --timeout 600
 ) &
 wait
 report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest \
