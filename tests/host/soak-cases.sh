@@ -29,6 +29,8 @@
 #                     (SO_LINGER 0) in place of client-shut-rd and daemon-close
 #   soak-kernel@iterator, soak-kernel@timed  soak-kernel with the other drain signals, each
 #                     where the kernel allows it (skipped, saying why, where not)
+#   soak-split        the clients and the server ends in two vsm-soak processes (--role),
+#                     as the virtio soak runs them; datapath=kernel
 #
 # Left out of soak-kernel: server-half-first. A unix server's shutdown() takes our target out
 # of the sockhash and frees what the kernel holds for it, while the client still sends: that
@@ -135,7 +137,52 @@ host_soak_drain_cases() {
 	done
 }
 
+# soak-split: the two ends in two vsm-soak processes (--role client, --role server), as the
+# virtio tier runs them (tests/vm/suite-virtio-soak.sh: clients in the guest, servers on the
+# host), here through one daemon on datapath=kernel; each checks its own end. An end alone
+# refuses the options that need both (--ctl).
+soak_split_case() {
+	local dir seed args rc src cs ss pid spid
+	dir=$(mktemp -d /tmp/vsockmap-soak-split.XXXXXX)
+	seed=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
+	printf '[daemon]\ncontrol = %s/ctl.sock\nlog-level = notice\ndatapath = kernel\n\n[soak]\nlisten = UNIX-LISTEN:%s/in.sock,backlog=1024\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+		"$dir" "$dir" "$dir" >"$dir/c.conf"
+	# shellcheck disable=SC2054 # the commas belong to --modes
+	args=(--count "${SOAK_COUNT:-400}" --live 50 --max-size 4194304 --seed "$seed" --stall 30
+		--timeout "${SOAK_TIMEOUT:-240}" --modes -server-half-first,-daemon-close,-idle)
+	vsm-soak --role server --listen "unix:$dir/srv.sock" --ready-file "$dir/ready" "${args[@]}" \
+		>"$dir/server.out" 2>&1 &
+	spid=$!
+	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
+	pid=$!
+	if ! wait_for_socket "$dir/ctl.sock" 10 || ! wait_for_file "$dir/ready" 10; then
+		vmtest_fail soak-split "the daemon or the server ends did not come up: $(tail -n 2 "$dir/daemon.log" "$dir/server.out")"
+		kill "$pid" "$spid" 2>/dev/null
+		rm -rf "$dir"
+		return
+	fi
+	vsm-soak --role client --connect "unix:$dir/in.sock" --hup-pid "$pid" "${args[@]}" \
+		>"$dir/client.out" 2>&1
+	rc=$?
+	wait "$spid"
+	src=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	cs=$(grep '^soak ' "$dir/client.out")
+	ss=$(grep '^soak ' "$dir/server.out")
+	if vsm-soak --role client --connect "unix:$dir/in.sock" --ctl "$dir/ctl.sock" \
+		>"$dir/refused.out" 2>&1 || ! grep -q 'neither takes --ctl' "$dir/refused.out"; then
+		vmtest_fail soak-split "--role client with --ctl was not refused: $(cat "$dir/refused.out")"
+	elif ((rc == 0 && src == 0)) && [[ -n $cs && -n $ss ]]; then
+		vmtest_pass soak-split "seed $seed: clients: $cs | servers: $ss"
+	else
+		vmtest_fail soak-split "seed $seed: clients rc=$rc ${cs:-no summary} | servers rc=$src ${ss:-no summary} | $(grep -h -m3 '^conn \|^vsm-soak' "$dir/client.out" "$dir/server.out" | tr '\n' ' ')"
+	fi
+	[ -n "${SOAK_KEEP:-}" ] || rm -rf "$dir"
+}
+
 host_soak_cases() {
+	soak_split_case
 	soak_case soak-kernel 'datapath = kernel' -server-half-first \
 		"${SOAK_COUNT:-600}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	soak_case soak-auto-swap '' '' "${SOAK_COUNT:-400}"

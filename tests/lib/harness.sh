@@ -96,6 +96,24 @@ _wait_for_test() {
 	return 0
 }
 
+# redirects_left CONTROL_SOCKET: how many redirects the daemon still holds once none is left
+# or 10 s have passed (-1: it did not answer).
+redirects_left() {
+	_rl=-1
+	_rl_i=0
+	while [ $_rl_i -lt 50 ]; do
+		if _rl_out=$(vsockmapctl -s "$1" --json list 2>&1); then
+			_rl=$(printf '%s' "$_rl_out" | grep -o '"id":' | wc -l)
+		else
+			_rl=-1
+		fi
+		[ "$_rl" -eq 0 ] && break
+		sleep 0.2
+		_rl_i=$((_rl_i + 1))
+	done
+	echo "$_rl"
+}
+
 # run_with_timeout SEC CMD...: run CMD, killing it after SEC seconds (TERM,
 # then KILL 2 s later). Returns CMD's status; 143 or 137 means it timed out.
 run_with_timeout() {

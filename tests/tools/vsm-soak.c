@@ -53,6 +53,16 @@
  * --end-bound-ms of the kill; after a reset the client must see EOF or an error within the
  * same bound, having received a correct prefix.
  *
+ * With --role client or --role server this process plays one end only, and another vsm-soak
+ * given the same --seed, --count, --max-size and --modes plays the other (both draw the same
+ * plans): the virtio tier's clients in the guest, its servers on the host. Each then checks
+ * what its own end can see: every byte it received, its length and its end. The endings that
+ * need both ends' clocks or the daemon (daemon-close, idle, --term-pid, client-kill's
+ * end bound) are not drawn or not checked.
+ *
+ * With --kill-no-reply a client-kill's server sends nothing back (as for a tcp: client): once
+ * the client is gone nothing waits unread in the relay.
+ *
  * Output: one line per failed connection, a line per ending, then
  *   soak conns=N ok=N failed=N lost=B mismatched=N up=B down=B max_live=N
  *        kill_end_ms_max=T reset_end_ms_max=T secs=S
@@ -181,6 +191,9 @@ static struct {
 	const char *swap_conf; /* at each reload, PATH.a or PATH.b becomes PATH first */
 	const char *cmd;       /* run in the background every --cmd-ms or so */
 	unsigned int cmd_ms;
+	bool no_client, no_server; /* --role: the other end is another process's */
+	bool kill_no_reply;	   /* client-kill's server sends nothing */
+	const char *ready_file;	   /* created once listening */
 } opt = {.modes = (1u << N_MODES) - 1,
 	 .only = -1,
 	 .hup_ms = 500,
@@ -416,6 +429,8 @@ static void finish_hit(struct conn *k)
 		fail(k, "server: an error after the daemon's close, though every byte it wrote arrived");
 }
 
+static unsigned int n_finished;
+
 static void finish(struct conn *k, unsigned int *live)
 {
 	uint64_t t;
@@ -423,6 +438,7 @@ static void finish(struct conn *k, unsigned int *live)
 	if (k->finished || !k->c.done || !k->s.done)
 		return;
 	k->finished = true;
+	n_finished++;
 	(*live)--;
 	if (k->hit) {
 		finish_hit(k);
@@ -430,7 +446,7 @@ static void finish(struct conn *k, unsigned int *live)
 	}
 	switch (k->mode) {
 	case CLIENT_KILL:
-		if (k->s.recvd != k->cut)
+		if (!opt.no_server && k->s.recvd != k->cut)
 			fail(k, "the server did not get every byte the killed client sent");
 		t = end_delay_ms(k);
 		if (t > opt.end_bound_ms)
@@ -448,15 +464,15 @@ static void finish(struct conn *k, unsigned int *live)
 		break;
 	case CLIENT_SHUT_RD:
 		/* What the server sends cannot be delivered; its writes may fail at the close. */
-		if (k->s.recvd != k->up_len)
+		if (!opt.no_server && k->s.recvd != k->up_len)
 			fail(k, "server: wrong number of bytes");
 		if (k->c.recvd)
 			fail(k, "client: bytes after its shutdown(SHUT_RD)");
 		break;
 	default:
-		if (k->s.recvd != k->up_len)
+		if (!opt.no_server && k->s.recvd != k->up_len)
 			fail(k, "server: wrong number of bytes");
-		if (k->c.recvd != k->down_len)
+		if (!opt.no_client && k->c.recvd != k->down_len)
 			fail(k, "client: wrong number of bytes");
 		if (k->c.failed_io || k->s.failed_io)
 			fail(k, "an I/O error on a connection that should end cleanly");
@@ -675,7 +691,7 @@ static void conn_plan(struct conn *k, uint32_t id)
 	/* A TCP socket closed with bytes unread resets (RFC 1122, 4.2.2.13), and a reset
 	 * discards what the client had not sent yet: its kill is a plain close only when
 	 * nothing came for it. */
-	if (m == CLIENT_KILL && tcp_client)
+	if (m == CLIENT_KILL && (tcp_client || opt.kill_no_reply))
 		k->down_len = 0;
 	k->cut = k->up_len ? krnd(k) % (k->up_len + 1) : 0;
 	k->sndbuf = sndbufs[krnd(k) % (sizeof(sndbufs) / sizeof(sndbufs[0]))];
@@ -685,6 +701,8 @@ static void conn_plan(struct conn *k, uint32_t id)
 	k->stalls = k->stall_at;
 	end_init(&k->c, seed, seed + 1);
 	end_init(&k->s, seed + 1, seed);
+	k->c.done = opt.no_client;
+	k->s.done = opt.no_server;
 	uint32_t hdr[2] = {MAGIC, id};
 
 	memcpy(k->c.hdr, hdr, HEADER_LEN);
@@ -711,7 +729,8 @@ static void start_killed_client(struct conn *k)
 		die("fork");
 	if (pid > 0) {
 		k->child = pid;
-		k->c.done = true; /* the parent has nothing to do for this end */
+		/* The parent has nothing to do for this end; alone, it waits for the kill. */
+		k->c.done = !opt.no_server;
 		return;
 	}
 	/* Copies of the other connections' sockets would hold them open after their close. */
@@ -962,8 +981,11 @@ static void accept_all(void)
 	}
 }
 
-/* A server connection's first 8 bytes say which client it belongs to. */
-static void read_header(unsigned int i)
+/*
+ * A server connection's first 8 bytes say which client it belongs to. Returns true when
+ * they named one (alone, --role server, its connection is live from then).
+ */
+static bool read_header(unsigned int i)
 {
 	uint32_t hdr[2];
 	struct conn *k;
@@ -972,17 +994,17 @@ static void read_header(unsigned int i)
 	n = recv(pending[i], pending_buf[i] + pending_hdr[i], HEADER_LEN - pending_hdr[i],
 		 MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
+		return false;
 	if (n <= 0) {
 		fprintf(stderr, "vsm-soak: a relayed connection ended before its header\n");
 		epoll_ctl(ep, EPOLL_CTL_DEL, pending[i], NULL);
 		close(pending[i]);
 		pending[i] = -1;
-		return;
+		return false;
 	}
 	pending_hdr[i] += (unsigned int)n;
 	if (pending_hdr[i] < HEADER_LEN)
-		return;
+		return false;
 	memcpy(hdr, pending_buf[i], HEADER_LEN);
 	if (hdr[0] != MAGIC || hdr[1] >= opt.count || conns[hdr[1]].s.fd >= 0 ||
 	    conns[hdr[1]].s.done) {
@@ -1000,8 +1022,22 @@ static void read_header(unsigned int i)
 	k->s.fd = pending[i];
 	k->connected = true;
 	pending[i] = -1;
+	if (opt.no_client) {
+		k->started = true;
+		k->start_ns = k->last_ns = now_ns();
+	}
 	watch(k->s.fd, TAG_SERVER | k->id, EPOLLIN | EPOLLOUT | EPOLLRDHUP);
 	server_step(k);
+	return true;
+}
+
+/* --ready-file: an empty file, once the listener is up. */
+static void write_ready_file(void)
+{
+	FILE *f = fopen(opt.ready_file, "w");
+
+	if (!f || fclose(f))
+		die(opt.ready_file);
 }
 
 static int open_listener(const char *text)
@@ -1097,6 +1133,9 @@ static void reap_children(void)
 		for (i = 0; i < opt.count; i++)
 			if (conns[i].child == pid) {
 				conns[i].cut_ns = now_ns();
+				conns[i].c.done = true;
+				if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+					fail(&conns[i], "the killed client failed before its kill");
 				break;
 			}
 	}
@@ -1145,7 +1184,12 @@ static void usage(int rc)
 		"  --term-after N     connections have started (a stop)\n"
 		"  --swap-conf PATH   before each reload, copy PATH.a or PATH.b (drawn) to PATH\n"
 		"  --cmd CMD          run sh -c CMD in the background every --cmd-ms or so, one\n"
-		"  --cmd-ms MS        at a time (3000): a restart of the daemon, say\n");
+		"  --cmd-ms MS        at a time (3000): a restart of the daemon, say\n"
+		"  --role client|server  play one end only (--connect or --listen); another\n"
+		"                     vsm-soak with the same seed, count, sizes and modes plays\n"
+		"                     the other\n"
+		"  --ready-file PATH  created once listening\n"
+		"  --kill-no-reply    client-kill's server sends nothing back\n");
 	exit(rc);
 }
 
@@ -1172,6 +1216,9 @@ static void parse_args(int argc, char **argv)
 	    {"swap-conf", required_argument, NULL, 'W'},
 	    {"cmd", required_argument, NULL, 'X'},
 	    {"cmd-ms", required_argument, NULL, 'Y'},
+	    {"role", required_argument, NULL, 'R'},
+	    {"ready-file", required_argument, NULL, 'F'},
+	    {"kill-no-reply", no_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1240,6 +1287,18 @@ static void parse_args(int argc, char **argv)
 		case 'Y':
 			opt.cmd_ms = (unsigned int)strtoul(optarg, NULL, 0);
 			break;
+		case 'R':
+			opt.no_server = !strcmp(optarg, "client");
+			opt.no_client = !strcmp(optarg, "server");
+			if (!opt.no_server && !opt.no_client)
+				usage(2);
+			break;
+		case 'F':
+			opt.ready_file = optarg;
+			break;
+		case 'K':
+			opt.kill_no_reply = true;
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -1247,16 +1306,25 @@ static void parse_args(int argc, char **argv)
 			usage(2);
 		}
 	}
-	if (!opt.connect || !opt.listen || !opt.count || !opt.live || opt.live > 2000 ||
-	    optind != argc || !opt.hup_ms || !opt.modes || opt.only >= (long)opt.count)
+	if ((!opt.connect && !opt.no_client) || (!opt.listen && !opt.no_server) || !opt.count ||
+	    !opt.live || opt.live > 2000 || optind != argc || !opt.hup_ms || !opt.modes ||
+	    opt.only >= (long)opt.count)
 		usage(2);
-	if (parse_addr(opt.connect, &relay) || relay.type != SOCK_STREAM ||
-	    relay.family == AF_VSOCK || relay.u.un.sun_path[0] == '@') {
+	/* Alone, an end cannot check what needs the other's clock or the daemon's help. */
+	if ((opt.no_client || opt.no_server) &&
+	    (opt.ctl || opt.idle_ms || opt.term_pid || opt.swap_conf ||
+	     (opt.no_client ? opt.connect : opt.listen))) {
+		fprintf(stderr, "vsm-soak: --role client takes --connect, --role server --listen; "
+				"neither takes --ctl, --idle-ms, --term-pid or --swap-conf\n");
+		exit(2);
+	}
+	if (opt.connect && (parse_addr(opt.connect, &relay) || relay.type != SOCK_STREAM ||
+			    relay.family == AF_VSOCK || relay.u.un.sun_path[0] == '@')) {
 		fprintf(stderr, "vsm-soak: --connect takes unix:PATH or tcp:IPV4:PORT\n");
 		exit(2);
 	}
 	tcp_client = relay.family == AF_INET;
-	tcp_server = !strncmp(opt.listen, "tcp:", 4);
+	tcp_server = opt.listen && !strncmp(opt.listen, "tcp:", 4);
 	/* The modes that need the daemon's help are drawn only when it is given. */
 	if (!opt.modes_text) {
 		if (!opt.ctl)
@@ -1300,8 +1368,20 @@ int main(int argc, char **argv)
 		conn_plan(&conns[i], i);
 	memset(pending, -1, sizeof(pending));
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	listen_fd = open_listener(opt.listen);
-	watch(listen_fd, TAG_LISTEN, EPOLLIN);
+	if (!opt.no_server) {
+		listen_fd = open_listener(opt.listen);
+		watch(listen_fd, TAG_LISTEN, EPOLLIN);
+	}
+	if (opt.ready_file && !opt.no_server)
+		write_ready_file();
+	if (opt.no_client) { /* the server ends come as the other process's clients connect */
+		for (i = 0; i < opt.count; i++)
+			if (opt.only >= 0 && i != opt.only) {
+				conns[i].finished = conns[i].ok = true; /* not run */
+				n_finished++;
+			}
+		next = opt.count;
+	}
 	t0 = now_ns();
 	deadline = t0 + opt.timeout_s * 1000000000ull;
 
@@ -1344,7 +1424,9 @@ int main(int argc, char **argv)
 				continue;
 			}
 			if (tag & TAG_PENDING) {
-				read_header((unsigned int)(tag & 0xffff));
+				if (read_header((unsigned int)(tag & 0xffff)) && opt.no_client &&
+				    ++live > max_live)
+					max_live = live;
 				continue;
 			}
 			k = &conns[tag & 0xffffffff];
@@ -1406,7 +1488,7 @@ int main(int argc, char **argv)
 			for (i = 0; i < next; i++) {
 				struct conn *k = &conns[i];
 
-				if (k->finished)
+				if (k->finished || !k->started)
 					continue;
 				/* Steps above may have made progress after now was taken. */
 				if (now > k->last_ns &&
@@ -1422,7 +1504,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "vsm-soak: timeout after %u s\n", opt.timeout_s);
 			break;
 		}
-		if ((next == opt.count || termed) && !live)
+		if (opt.no_client ? n_finished == opt.count
+				  : (next == opt.count || termed) && !live)
 			break;
 	}
 
@@ -1445,11 +1528,12 @@ int main(int argc, char **argv)
 			/* counted by finish_hit() in hit_lost */
 		} else if (k->mode != CLIENT_KILL && k->mode != SERVER_RESET &&
 			   k->mode != CLIENT_RESET) {
-			lost += k->up_len - (k->s.recvd < k->up_len ? k->s.recvd : k->up_len);
-			if (k->mode != CLIENT_SHUT_RD)
+			if (!opt.no_server && k->s.recvd < k->up_len)
+				lost += k->up_len - k->s.recvd;
+			if (k->mode != CLIENT_SHUT_RD && !opt.no_client)
 				lost += k->down_len -
 					(k->c.recvd < k->down_len ? k->c.recvd : k->down_len);
-		} else if (k->mode == CLIENT_KILL && k->s.recvd < k->cut) {
+		} else if (k->mode == CLIENT_KILL && !opt.no_server && k->s.recvd < k->cut) {
 			lost += k->cut - k->s.recvd;
 		}
 		if (k->c.mismatch != UINT64_MAX || k->s.mismatch != UINT64_MAX)
@@ -1462,7 +1546,7 @@ int main(int argc, char **argv)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
 			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
 			       " sndbuf=%d%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
-			       "--max-size %" PRIu64 "%s%s --only %u)\n",
+			       "--max-size %" PRIu64 "%s%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
 			       k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
@@ -1470,6 +1554,9 @@ int main(int argc, char **argv)
 			       k->hit ? (k->mode == DAEMON_CLOSE ? " closed" : " stopped") : "",
 			       k->why, opt.seed, opt.count, opt.max_size,
 			       opt.modes_text ? " --modes " : "", opt.modes_text ? opt.modes_text : "",
+			       opt.no_client	 ? " --role server"
+			       : opt.no_server ? " --role client"
+					       : "",
 			       i);
 	}
 	lost += hit_lost;

@@ -11,7 +11,8 @@
 #   6.1 (bookworm)                 the old-kernel suite (the user-space fallback)
 #   6.12                           smoke, and the soak's short profile
 #   6.12 and newest, virtio        the virtio tier: virtio-vsock to vhost-device-vsock on the
-#                                  host, host peers (tests/vm/suite-virtio.sh)
+#                                  host, host peers (tests/vm/suite-virtio.sh), and its soak
+#                                  (tests/vm/suite-virtio-soak.sh)
 #
 # Each bound is about three times what the run takes on a machine of this kind, so a slower
 # machine does not fail on time, while a hung VM still ends (tests/vm/run.sh reports it).
@@ -71,6 +72,8 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 	VSOCKMAP_VM_SERIES=newest run virtio-newest tests/vm/run.sh tests/vm/suite-virtio.sh --virtio \
 		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh \
 		--timeout 600 --name suite-virtio-newest
+	VSOCKMAP_VM_SERIES=newest run virtio-soak-newest tests/vm/run.sh \
+		tests/vm/suite-virtio-soak.sh --virtio --timeout 600 --name suite-virtio-soak-newest
 ) &
 (
 	run smoke tests/vm/run.sh tests/vm/suite-smoke.sh --timeout 300
@@ -83,9 +86,11 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 	QUICK=1 run soak tests/vm/soak.sh
 	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600 \
 		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
+	run virtio-soak-6.12 tests/vm/run.sh tests/vm/suite-virtio-soak.sh --virtio --timeout 600
 ) &
 wait
-report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest
+report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest \
+	virtio-soak-6.12 virtio-soak-newest
 
 list=$(IFS=,; echo "${timings[*]}")
 echo "== vm time per run: ${list//,/, }"

@@ -73,18 +73,7 @@ else
 fi
 
 # Every redirect gone, nothing logged at error level (warnings for the kills are expected).
-live=-1
-i=0
-while [ $i -lt 50 ]; do
-	if out=$(vsockmapctl -s "$D/control.sock" --json list 2>&1); then
-		live=$(printf '%s' "$out" | grep -o '"id":' | wc -l)
-	else
-		live=-1
-	fi
-	[ "$live" -eq 0 ] && break
-	sleep 0.2
-	i=$((i + 1))
-done
+live=$(redirects_left "$D/control.sock")
 slab1=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 errors=$(grep -ci 'error\|did not drain' "$D/daemon.log")
 if [ "$live" -eq 0 ] && [ "$errors" -eq 0 ]; then

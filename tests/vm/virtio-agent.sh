@@ -5,19 +5,22 @@
 #
 # socat runs it, under tests/tools/vsm-novsock, for each connection the guest makes to CID 2
 # port VIRTIO_AGENT_PORT (the backend connects that to the unix socket ${VIRTIO_UDS}_PORT).
-# It reads one request line and answers on stdout; only vsm-peer and vsm-bench's servers are
-# ever run, and their arguments are passed as words, never through a shell:
+# It reads one request line and answers on stdout; only vsm-peer, vsm-bench's servers and
+# vsm-soak's server end are ever run, and their arguments are passed as words, never through a shell:
 #
 #   server NAME PORT ARG...  vsm-peer server unix:${VIRTIO_UDS}_PORT ARG..., in the background;
 #                            answers "ready" once it listens, or "failed ..."
 #   bench NAME PORT CMD ARG...  the same with vsm-bench CMD (sink, serve or pingpong-server):
 #                            make bench's virtio part (bench/lib.sh)
+#   soak NAME PORT ARG...    vsm-soak --role server --listen unix:${VIRTIO_UDS}_PORT ARG...,
+#                            the server ends of a soak whose clients run in the guest
+#                            (tests/vm/suite-virtio-soak.sh); answers as server
 #   client NAME PORT ARG...  vsm-peer client hybrid:${VIRTIO_UDS}:PORT ARG... (the guest's
 #                            vsock PORT), in the background; answers "started"
 #   wait NAME [SEC]          waits up to SEC (default 300) for NAME to end; answers with its
 #                            output, then "rc=N" (rc=124 if it is still running)
 #
-# Environment: VIRTIO_UDS, VIRTIO_DIR (the peers' output files), VSM_PEER, VSM_BENCH.
+# Environment: VIRTIO_UDS, VIRTIO_DIR (the peers' output files), VSM_PEER, VSM_BENCH, VSM_SOAK.
 set -uo pipefail
 shopt -s extglob
 
@@ -59,6 +62,14 @@ bench)
 	[[ $cmd == @(sink|serve|pingpong-server) ]] || { echo "failed: not a vsm-bench server: '$cmd'"; exit 0; }
 	read -ra args <<<"$words"
 	start "$VSM_BENCH" "$cmd" "unix:${VIRTIO_UDS}_$port" --ready-file "$base.ready" "${args[@]}"
+	answer_ready
+	;;
+soak)
+	read -r port words <<<"$rest"
+	[[ $port =~ ^[0-9]+$ ]] || { echo "failed: bad port '$port'"; exit 0; }
+	read -ra args <<<"$words"
+	start "$VSM_SOAK" --role server --listen "unix:${VIRTIO_UDS}_$port" --ready-file "$base.ready" \
+		"${args[@]}"
 	answer_ready
 	;;
 client)

@@ -3,7 +3,7 @@
 #
 # virtio-guest.sh - the guest's end of the host agent (tests/vm/virtio-agent.sh), sourced by
 # the suites that run with tests/vm/run.sh --virtio (mkinitramfs.sh --virtio puts it at
-# /usr/lib/vmtest/virtio.sh): suite-virtio.sh and make bench's virtio part.
+# /usr/lib/vmtest/virtio.sh): suite-virtio.sh, suite-virtio-soak.sh and make bench's virtio part.
 
 VIRTIO_AGENT_PORT=9000 # tests/vm/virtio-host.sh
 

@@ -25,9 +25,9 @@ VIRTIO_TX_BUFFER_SIZE=${VSOCKMAP_VIRTIO_TX_BUFFER_SIZE:-32768} # another only to
 # virtio_qemu_args (QEMU's device and shared-memory arguments).
 virtio_start() {
 	local name=$1 bin novsock=$ROOT/.output/tools/vsm-novsock peer=$ROOT/.output/tools/vsm-peer
-	local vbench=$ROOT/.output/tools/vsm-bench
-	[[ -x $novsock && -x $peer && -x $vbench ]] ||
-		die "build first: make tools (vsm-novsock, vsm-peer, vsm-bench)"
+	local vbench=$ROOT/.output/tools/vsm-bench vsoak=$ROOT/.output/tools/vsm-soak
+	[[ -x $novsock && -x $peer && -x $vbench && -x $vsoak ]] ||
+		die "build first: make tools (vsm-novsock, vsm-peer, vsm-bench, vsm-soak)"
 	command -v socat >/dev/null || die "socat not found"
 	bin=$("$ROOT/scripts/fetch-vhost-device-vsock.sh" | sed -n 's/^VHOST_DEVICE_VSOCK=//p')
 	[[ -n $bin ]] || exit 1
@@ -40,7 +40,7 @@ virtio_start() {
 		--socket "$vhost" --uds-path "$uds" --tx-buffer-size "$VIRTIO_TX_BUFFER_SIZE" \
 		>"$virtio_backend_log" 2>&1 &
 	virtio_backend_pid=$!
-	VIRTIO_UDS=$uds VIRTIO_DIR=$virtio_dir VSM_PEER=$peer VSM_BENCH=$vbench "$novsock" socat \
+	VIRTIO_UDS=$uds VIRTIO_DIR=$virtio_dir VSM_PEER=$peer VSM_BENCH=$vbench VSM_SOAK=$vsoak "$novsock" socat \
 		"UNIX-LISTEN:${uds}_$VIRTIO_AGENT_PORT,fork" "EXEC:bash $HERE/virtio-agent.sh" \
 		2>"$virtio_dir/agent.log" &
 	virtio_agent_pid=$!
