@@ -183,6 +183,17 @@ if ! wait_for_socket "$D/control.sock" 20; then
 	exit 0
 fi
 
+# ship_trace FILE MARK: the trace buffer into FILE, summarised in the log, then FILE gzipped
+# and in base64 on the console between "MARK-BEGIN SIZE" and "MARK-END", for the host to keep.
+ship_trace() {
+	cat $T/trace >"$1"
+	summarise "$1"
+	gzip -9 <"$1" | base64 >"$D/trace.b64"
+	vt "$2-BEGIN $(wc -c <"$D/trace.b64")"
+	cat "$D/trace.b64" >"$VMTEST_CONSOLE"
+	vt "$2-END"
+}
+
 # first: the worker's runs and sends only (two kprobes), then everything
 if [ "${VT_LIGHT:-1}" = 1 ]; then
 	echo 0 >$T/events/enable
@@ -191,13 +202,8 @@ if [ "${VT_LIGHT:-1}" = 1 ]; then
 	echo 1 >$T/tracing_on
 	upload up-light "$VT_UP_PLAIN"
 	echo 0 >$T/tracing_on
-	cat $T/trace >"$D/trace.light"
 	vt "light trace of up-light:"
-	summarise "$D/trace.light"
-	gzip -9 <"$D/trace.light" | base64 >"$D/trace.b64"
-	vt "TRACE-LIGHT-BEGIN $(wc -c <"$D/trace.b64")"
-	cat "$D/trace.b64" >"$VMTEST_CONSOLE"
-	vt "TRACE-LIGHT-END"
+	ship_trace "$D/trace.light" TRACE-LIGHT
 	echo >$T/trace
 fi
 echo 0 >$T/events/enable
@@ -209,12 +215,7 @@ echo 1 >$T/tracing_on
 upload up-traced
 echo 0 >$T/tracing_on
 vt "trace: $(grep -vc '^#' $T/trace) events, $(grep -c 'LOST' $T/trace) lost-event marks"
-cat $T/trace >"$D/trace"
-summarise "$D/trace"
-gzip -9 <"$D/trace" | base64 >"$D/trace.b64"
-vt "TRACE-BEGIN $(wc -c <"$D/trace.b64")"
-cat "$D/trace.b64" >"$VMTEST_CONSOLE"
-vt "TRACE-END"
+ship_trace "$D/trace" TRACE
 
 echo >$T/trace
 echo 1 >$T/tracing_on
