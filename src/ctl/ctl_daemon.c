@@ -181,6 +181,14 @@ static char *cell_backlog_wake(bool wakes)
 		      "one-jiffy retry here)");
 }
 
+/* The "targets" line: what datapath=auto does with unix and TCP targets (auto_datapath.c). */
+static const char targets_unhashed[] =
+    "unix and TCP ones in user space unless datapath=kernel (a unix server's shutdown() "
+    "unhashes its peer; into TCP the relay is as fast)";
+static const char targets_kept[] =
+    "unix ones on the kernel path too; TCP ones in user space unless datapath=kernel (the "
+    "relay is as fast)";
+
 int print_status(struct json_object *status, FILE *out)
 {
 	struct table pairs = {.cols = pair_columns, .n_cols = 2};
@@ -212,9 +220,7 @@ int print_status(struct json_object *status, FILE *out)
 		table_add_pair(&pairs, "insert", cell_insert(takes_queued));
 	if (get_bool(kernel, "shutdown_unhashes_peer", &unhashes))
 		table_add_pair(&pairs, "targets",
-			       strdup(unhashes ? "unix ones in user space unless datapath=kernel (a "
-						 "server's shutdown() unhashes its peer)"
-					       : "unix ones on the kernel path too"));
+			       strdup(unhashes ? targets_unhashed : targets_kept));
 	if (get_bool(kernel, "backlog_wakes", &wakes))
 		table_add_pair(&pairs, "vsock", cell_backlog_wake(wakes));
 	table_add_pair(&pairs, "btf",

@@ -2,7 +2,7 @@
 /*
  * The backlog-wake probe and the choice datapath=auto makes from it (psock_wake.c): the
  * function kernel/ patch 1 adds found in a BTF, or not; vsock sections in user space only
- * where it is missing; unix and TCP targets keep the kernel path either way.
+ * where it is missing; the wake does not decide for unix and TCP targets (test_auto_datapath).
  */
 #include <errno.h>
 #include <setjmp.h>

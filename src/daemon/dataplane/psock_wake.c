@@ -9,7 +9,8 @@
  * the target drains. A vsock target refuses many times per MiB (the peer's credit runs out),
  * and the kernel path into vsock moves about half of what the daemon's own relay moves on
  * loopback, and a tenth over virtio (docs/performance.md, "Which path wins where"). unix and
- * TCP targets refuse seldom, and there the kernel path wins.
+ * TCP targets refuse seldom, so the retry does not bound them (auto_datapath.c has their
+ * own rules).
  *
  * kernel/ patch 1 gives every psock the wake, through a new global function,
  * sk_psock_start_write_space(), called from sock_map.c: another compilation unit, so it is

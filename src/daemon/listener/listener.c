@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auto_datapath.h"
 #include "bpf_dataplane.h"
 #include "dgram_forwarder.h"
 #include "fd_spare.h"
@@ -14,7 +15,6 @@
 #include "listener.h"
 #include "log.h"
 #include "peer_access.h"
-#include "psock_wake.h"
 #include "redirect.h"
 #include "listen_socket.h"
 #include "socket_activation.h"
@@ -246,17 +246,6 @@ static void listener_close(struct listener *l)
 	}
 }
 
-/*
- * A stream section whose target is a unix socket, on a kernel where its server's shutdown()
- * takes our socket out of the sockhash and frees the client bytes still queued for it
- * there (unhash_probe.c): a server that half-closes while it still reads would lose them.
- */
-static bool unix_target_unhashed(const struct redirect_env *env, const struct redirect_config *rc)
-{
-	return rc->connect.kind == ADDRESS_UNIX_CONNECT && rc->listen.kind != ADDRESS_UNIX_RECV &&
-	       dataplane_features(env->dp)->shutdown_unhashes_peer;
-}
-
 int listener_open(struct redirect_env *env, const struct redirect_config *rc, struct listener **out)
 {
 	return listener_open_on(env, rc, -1, false, NULL, out);
@@ -292,13 +281,11 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
 	else if (env->cfg->datapath == DATAPATH_AUTO &&
-		 (why = psock_wake_userspace_why(dataplane_features(env->dp)->backlog_wakes,
-						 rc->listen.kind, rc->connect.kind)))
+		 (why = auto_datapath_userspace_why(dataplane_features(env->dp), rc->listen.kind,
+						    rc->connect.kind)))
 		listener_set_userspace(l, why);
-	else if (unix_target_unhashed(env, rc) && env->cfg->datapath == DATAPATH_AUTO)
-		listener_set_userspace(l, "a unix server's shutdown() would free what the kernel "
-					  "still holds for it");
-	else if (unix_target_unhashed(env, rc))
+	else if (auto_datapath_unix_target_unhashed(dataplane_features(env->dp), rc->listen.kind,
+						    rc->connect.kind))
 		log_fields(LOG_WARNING, ctx,
 			   "[%s] datapath=kernel: a unix target on the kernel path loses what the "
 			   "kernel still holds for it when its server shuts down first (its "
