@@ -39,9 +39,12 @@ struct redirect_loop {
 	 * case dir_sweep() handles). VSOCKMAPD_TEST_INSERT_QUEUED=BYTES holds the insert back,
 	 * without reading the client, until BYTES are queued in its socket (or 5 s have
 	 * passed), so that all of them are left behind: the client that queues MiBs as it
-	 * connects, forced. */
+	 * connects, forced. VSOCKMAPD_TEST_STEP_DELAY_US sleeps in every step of a connected
+	 * pair between the look at both sockets and the copy, so that a peer can go away
+	 * between the two (the window redirect_step() closes at its end). */
 	long test_insert_delay_us;
 	long test_insert_queued;
+	long test_step_delay_us;
 };
 
 /* Empty, with the test knobs read from the environment. */

@@ -211,6 +211,10 @@ void redirect_loop_init(struct redirect_loop *loop)
 	loop->test_insert_queued = e ? strtol(e, NULL, 10) : 0;
 	if (loop->test_insert_queued < 0)
 		loop->test_insert_queued = 0;
+	e = getenv("VSOCKMAPD_TEST_STEP_DELAY_US");
+	loop->test_step_delay_us = e ? strtol(e, NULL, 10) : 0;
+	if (loop->test_step_delay_us < 0)
+		loop->test_step_delay_us = 0;
 #endif
 }
 

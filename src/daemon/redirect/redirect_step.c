@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "gate.h"
 #include "redirect_internal.h"
@@ -174,6 +175,10 @@ void redirect_step(struct redirect *r)
 	}
 	for (i = 0; i < 2; i++)
 		poll_endpoint(r, i);
+#ifdef VSOCKMAP_TEST_KNOBS
+	if (r->env->loop.test_step_delay_us)
+		usleep(r->env->loop.test_step_delay_us);
+#endif
 	r->batch_fresh = false; /* what the step does from here on is news to epoll's answer */
 	for (i = 0; i < 2; i++) {
 		if (r->dir[i].state == DIR_SYNC)
@@ -191,6 +196,18 @@ void redirect_step(struct redirect *r)
 		if (r->dir[i].state == DIR_COPY)
 			dir_copy(r, i);
 	}
+	/*
+	 * An endpoint that sends nothing more (its way is done) and takes nothing more (a write
+	 * into it failed: its peer shut down reading, or went away) leaves nothing to carry the
+	 * other way either. Its hang-up may never be seen: a client that goes away between
+	 * poll_endpoint() and the read of its EOF fails the write of the answer in the same step,
+	 * and redirect_update_io() then stops watching it; the pair would wait for the target's
+	 * EOF, which a server that waits for ours over a hybrid-vsock backend (no half-close
+	 * passed on) sends only at its own timeout. socat exits on the same EPIPE.
+	 */
+	for (i = 0; i < 2; i++)
+		if (r->ep[i].hup && r->dir[i].state == DIR_DONE && r->dir[1 - i].state != DIR_DONE)
+			dir_enter(r, 1 - i, DIR_DEST_GONE);
 	now = now_usec();
 	if ((r->dir[CLIENT].state == DIR_DONE && r->dir[TARGET].state == DIR_DONE) ||
 	    (redirect_phase_closing(r->phase) && !dir_busy(&r->dir[CLIENT]) && !dir_busy(&r->dir[TARGET]))) {
