@@ -194,6 +194,52 @@ static void test_malformed_messages(void **state)
 	passed_fds_release(&store_table);
 }
 
+/*
+ * A message of no bytes that carries fds: recvmsg() returns 0 for it as for the end of the
+ * carrier. Its fds are closed, not left open in the daemon, and the pair after it still
+ * comes back.
+ */
+static void test_empty_message_with_fds(void **state)
+{
+	char buf[CMSG_SPACE(2 * sizeof(int))] = {};
+	struct iovec iov = {.iov_base = "", .iov_len = 0};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			    .msg_controllen = sizeof(buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int sv[2], a[2], peers[2], fds[2];
+	struct fd_carrier c;
+	size_t first;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+	fds[0] = fds[1] = a[0];
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	assert_int_equal(sendmsg(sv[0], &mh, 0), 0);
+	close(a[0]);
+	/* Then a good pair, in the same carrier: this test's store hands it sv[0]. */
+	assert_int_equal(passed_fds_add(&store_table, sv[1], strdup(FD_CARRIER_PREFIX "0"), false),
+			 0);
+	first = store_table.n;
+	fd_carrier_init(&c, fake_store);
+	c.send_fd = sv[0];
+	send_pairs(&c, 1, peers);
+	fd_carrier_finish(&c);
+	assert_int_equal(fd_carrier_unpack(&store_table), 1);
+	assert_int_equal(store_table.n, first + 2);
+	assert_same_socket(&store_table.v[first], peers[0]);
+	assert_same_socket(&store_table.v[first + 1], peers[1]);
+	close(peers[0]);
+	close(peers[1]);
+	passed_fds_release(&store_table);
+	/* Both received copies of a[0] are closed: its peer sees EOF. */
+	assert_int_equal(read(a[1], buf, 1), 0);
+	close(a[1]);
+}
+
 int main(void)
 {
 	struct rlimit rl = {.rlim_cur = 65536, .rlim_max = 65536};
@@ -202,6 +248,7 @@ int main(void)
 	    cmocka_unit_test(test_carriers_roll_over),
 	    cmocka_unit_test(test_store_refused),
 	    cmocka_unit_test(test_malformed_messages),
+	    cmocka_unit_test(test_empty_message_with_fds),
 	};
 
 	/* 3000 pairs are 12,000 sockets at the peak; root may raise the hard limit too. */

@@ -401,6 +401,12 @@ static int remove_inherited_acl(int fd)
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	/*
+	 * Looked for first: a socket a reload keeps is published again, its ACL long gone and
+	 * its owner maybe user=, and removing takes the owner or CAP_FOWNER (not kept).
+	 */
+	if (getxattr(proc, ACL_XATTR_NAME, NULL, 0) < 0)
+		return errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
 	if (!removexattr(proc, ACL_XATTR_NAME))
 		return 0;
 	return errno == ENODATA || errno == EOPNOTSUPP ? 0 : -errno;
@@ -427,15 +433,28 @@ int socket_file_set_access(const char *path, const struct socket_file_id *id, ui
 	r = remove_inherited_acl(fd);
 	if (r)
 		goto out;
-	if (uid != (uid_t)-1 || gid != (gid_t)-1) {
-		/* The owner first: the file is 0000 until the mode, so nobody connects between. */
-		*step = "chown";
-		r = fchownat(fd, "", uid, gid, AT_EMPTY_PATH) ? -errno : 0;
+	/*
+	 * The group first: the file is 0000 until the mode, so nobody connects between. Then the
+	 * mode, while the file is still the daemon's: a chmod after a chown to another uid takes
+	 * CAP_FOWNER, which the daemon does not keep after its start (privileges.c). Until the
+	 * owner follows, only the daemon's own uid has the owner's bits. What is already as
+	 * asked is left alone: a socket a reload keeps may be user='s by now.
+	 */
+	*step = "chown";
+	if (gid != (gid_t)-1 && gid != st.st_gid &&
+	    fchownat(fd, "", (uid_t)-1, gid, AT_EMPTY_PATH)) {
+		r = -errno;
+		goto out;
 	}
-	if (!r) {
-		*step = "chmod";
+	*step = "chmod";
+	if ((st.st_mode & 07777) != mode) {
 		r = chmod_opath(fd, mode);
+		if (r)
+			goto out;
 	}
+	*step = "chown";
+	if (uid != (uid_t)-1 && uid != st.st_uid && fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH))
+		r = -errno;
 out:
 	close(fd);
 	return r;

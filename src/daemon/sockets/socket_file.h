@@ -58,8 +58,9 @@ int socket_file_bind(int fd, const struct sockaddr_un *sun, struct socket_file_i
 int socket_file_identify(const char *path, struct socket_file_id *id);
 
 /*
- * Give the file at path owner uid and group gid ((uid_t)-1 / (gid_t)-1: unchanged), then
- * mode, only if it is still *id's file: the changes go to the inode checked, through an
+ * Give the file at path group gid, mode, then owner uid ((uid_t)-1 / (gid_t)-1: unchanged;
+ * what is already as asked is not touched, so CAP_CHOWN is all a chown to another uid takes),
+ * only if it is still *id's file: the changes go to the inode checked, through an
  * O_PATH descriptor, never through a symlink. An ACL the file inherited from its
  * directory's default ACL is removed first, so that the mode alone says who may connect.
  * 0 or -errno; -ESTALE: it is not (a symlink, another file, nothing), and nothing was

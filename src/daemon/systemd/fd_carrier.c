@@ -158,7 +158,11 @@ static int unpack_one(struct passed_fds *p, int fd)
 			continue;
 		if (len < 0 && errno != EAGAIN)
 			return -errno;
-		if (len <= 0)
+		/*
+		 * 0 is the end (the sender closed) only without control data: a message of no
+		 * bytes reads as 0 too, and the fds it carries are ours now (closed below).
+		 */
+		if (len < 0 || (len == 0 && !mh.msg_controllen))
 			break;
 		name[len] = '\0';
 		n_fds = 0;
