@@ -410,7 +410,7 @@ void listener_pause(struct listener *l)
 }
 
 struct listener *listener_placeholder(struct redirect_env *env, const char *section,
-				      enum address_kind target_kind)
+				      enum address_kind listen_kind, enum address_kind target_kind)
 {
 	struct listener *l = calloc(1, sizeof(*l));
 
@@ -418,6 +418,7 @@ struct listener *listener_placeholder(struct redirect_env *env, const char *sect
 		return NULL;
 	l->env = env;
 	snprintf(l->conf.name, sizeof(l->conf.name), "%s", section);
+	l->conf.listen.kind = listen_kind;  /* a TCP client's linger */
 	l->conf.connect.kind = target_kind; /* the unix target's half-close rule */
 	l->rc = &l->conf;
 	l->owner = (struct redirect_owner){.l = l, .rc = l->rc, .ops = &listener_ops};

@@ -75,11 +75,11 @@ void listener_pause(struct listener *l);
 
 /*
  * A retired listener for redirects taken back from a previous instance whose section is no
- * longer configured, so they can be closed cleanly; target_kind: what their targets are.
- * NULL without memory.
+ * longer configured, or now has ends of other kinds, so they can be closed cleanly;
+ * listen_kind and target_kind: what their clients and targets are. NULL without memory.
  */
 struct listener *listener_placeholder(struct redirect_env *env, const char *section,
-				      enum address_kind target_kind);
+				      enum address_kind listen_kind, enum address_kind target_kind);
 
 /* A reload changed max-children: accept again, or stop, as the new limit says. */
 void listener_limit_changed(struct listener *l);

@@ -59,6 +59,7 @@
 #include "handover.h"
 #include "listener.h"
 #include "passed_fds.h"
+#include "stored_pair.h"
 #include "log.h"
 #include "redirect.h"
 #include "systemd_job.h"
@@ -195,21 +196,9 @@ static int find_target(struct daemon *d, uint64_t id, size_t client)
 	return -1;
 }
 
-/* What kind of target a stored target socket was connected to. */
-static enum address_kind target_kind(int fd)
-{
-	struct sockaddr_storage sa = {};
-	socklen_t len = sizeof(sa);
-
-	if (getsockname(fd, (struct sockaddr *)&sa, &len))
-		return ADDRESS_VSOCK_CONNECT;
-	return sa.ss_family == AF_UNIX				     ? ADDRESS_UNIX_CONNECT
-	       : sa.ss_family == AF_INET || sa.ss_family == AF_INET6 ? ADDRESS_TCP_CONNECT
-								     : ADDRESS_VSOCK_CONNECT;
-}
-
 static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 {
+	enum address_kind ck, tk;
 	struct listener *l;
 	struct pair_name p;
 	int cfd, tfd;
@@ -230,10 +219,19 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		return 0;
 	}
 	redirect_table_reserve_id(&d->env.redirects, p.id);
+	ck = stored_pair_client_kind(cfd);
+	tk = stored_pair_target_kind(tfd);
 	l = find_listener(d, p.section);
+	if (l && !stored_pair_fits(l->rc, ck, tk)) {
+		/* Its rules (half-close, unhash, linger) are those of the ends it has. */
+		log_info("[%s] redirect %" PRIu64 " taken back with ends of another kind than "
+			 "the section has now: it runs to its end under its own",
+			 p.section, p.id);
+		l = NULL;
+	}
 	if (!l) {
-		/* Its section left the configuration: adopt it to close it cleanly. */
-		l = listener_placeholder(&d->env, p.section, target_kind(tfd));
+		/* Its section left the configuration or changed: adopt it to close it cleanly. */
+		l = listener_placeholder(&d->env, p.section, ck, tk);
 		if (!l) {
 			safe_close(cfd);
 			safe_close(tfd);
