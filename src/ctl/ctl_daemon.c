@@ -183,11 +183,11 @@ static char *cell_backlog_wake(bool wakes)
 
 /* The "targets" line: what datapath=auto does with unix and TCP targets (auto_datapath.c). */
 static const char targets_unhashed[] =
-    "unix and TCP ones in user space unless datapath=kernel (a unix server's shutdown() "
+    "unix and TCP stream ones in user space unless datapath=kernel (a unix server's shutdown() "
     "unhashes its peer; into TCP the relay is as fast)";
 static const char targets_kept[] =
-    "unix ones on the kernel path too; TCP ones in user space unless datapath=kernel (the "
-    "relay is as fast)";
+    "unix ones on the kernel path too; TCP stream ones in user space unless datapath=kernel "
+    "(the relay is as fast)";
 
 int print_status(struct json_object *status, FILE *out)
 {
