@@ -110,15 +110,15 @@ if [ "$_fails" -gt 0 ] || grep -q '^soak .*\(failed\|lost\)=[1-9]' "$D"/soak-vir
 			want && /virtio_transport_alloc_pkt:/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+:[0-9]+$/) { sub(/.*:/, "", $i); port = $i; want = 0; break } } / err: / && index($0, "sk=" sk) { print port; exit }' "$TD/trace")
 		[ -z "$_p" ] || _ports="${_ports:+$_ports\\|}:$_p "
 	done
-	# and of the uploads that stalled: bytes sent that the host never acknowledged, and no
-	# data for 9 s or more before the guest's SHUTDOWN (or the end)
+	# and of the uploads that stalled: bytes sent that the host had not acknowledged, and no
+	# data for 9 s or more before the guest's SHUTDOWN (a drain that gave up)
 	if [ -d $R ]; then
 		cat $R/trace >"$TD/rw"
 		for _p in $(awk '/alloc_pkt:/ { split($6, a, ":"); p = a[2]; t = $4 + 0
 				if (/op=RW/) { l = $0; sub(/.* len=/, "", l); sub(/ .*/, "", l); tx[p] += l; rw[p] = t }
 				if (/op=SHUTDOWN/ && !(p in sd)) sd[p] = t }
 			/recv_pkt:/ && !/op=RST/ && !/op=SHUTDOWN/ { split($8, a, ":"); f = $0; sub(/.* fwd_cnt=/, "", f); fw[a[2]] = f + 0 }
-			END { for (p in rw) if (tx[p] - fw[p] >= 4096 && (!(p in sd) || sd[p] - rw[p] > 9)) print p }' \
+			END { for (p in sd) if ((p in rw) && tx[p] - fw[p] >= 4096 && sd[p] - rw[p] > 9) print p }' \
 			"$TD/trace" "$TD/rw" | head -n 5); do
 			vst "port $_p: its upload stalled"
 			_ports="${_ports:+$_ports\\|}:$_p "
