@@ -64,7 +64,9 @@ stop_gives_up() {
 	else
 		expect='backlog toward the target did not drain in 1000 ms'
 	fi
-	if ((MS_RC != 0 || MS_TICKS < 10 || MS_TICKS > 50)); then
+	# At least drain-timeout (1 s) after the SIGTERM, less the clock's 10 ms steps and the
+	# time the kill itself takes; the kernel path gives up right at it.
+	if ((MS_RC != 0 || MS_TICKS < 9 || MS_TICKS > 50)); then
 		vmtest_fail "stop-gives-up-$path" "daemon exit $MS_RC after $((MS_TICKS / 10)).$((MS_TICKS % 10)) s (expected about 2 s): $(tail -n 2 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
 	elif ! grep -q "$expect" "$MINI_DIR/daemon.log"; then
 		vmtest_fail "stop-gives-up-$path" "no warning '$expect': $(tail -n 3 "$MINI_DIR/daemon.log" | tr '\n' ' ')"
