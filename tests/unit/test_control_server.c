@@ -235,9 +235,9 @@ static void test_answer_memory_bounded(void **state)
  * Shortened timeouts, so that the cases below take seconds; the clients that keep theirs
  * act every 50 or 100 ms, far inside them even on a loaded machine.
  */
-#define STALL_USEC (1000 * 1000)
-#define IDLE_USEC  (1000 * 1000)
-#define ROUNDS	   25 /* of 100 ms: past both timeouts */
+#define STALL_USEC (2000 * 1000)
+#define IDLE_USEC  (2000 * 1000)
+#define ROUNDS	   40 /* of 100 ms: past both timeouts */
 
 /* Run the loop for about usec, whether or not it has work. */
 static void pump_for(struct fixture *f, uint64_t usec)
@@ -291,11 +291,11 @@ static void test_stalled_reader_closed(void **state)
 	send_request(f, stalled, "big", BIG_ANSWER);
 	send_request(f, slow, "big", BIG_ANSWER);
 
-	/* The slow reader takes up to 256 KiB every 50 ms, so its answer is still pending at the
+	/* The slow reader takes up to 128 KiB every 50 ms, so its answer is still pending at the
 	 * end: as long as it takes some, it keeps its connection. */
 	for (i = 0; i < 2 * ROUNDS; i++) {
 		pump_for(f, 50 * 1000);
-		got += drain_some(slow, 256 * 1024);
+		got += drain_some(slow, 128 * 1024);
 	}
 	assert_true(got > 0 && got < BIG_ANSWER);
 	assert_int_equal(control_server_client_count(f->srv), 1);
