@@ -197,24 +197,25 @@ int redirect_arm_timer(struct redirect *r, uint64_t deadline)
 	return 0;
 }
 
+#ifdef VSOCKMAP_TEST_KNOBS
+/* A test knob's value: the number in environment variable name, 0 if unset or negative. */
+static long test_knob(const char *name)
+{
+	const char *e = getenv(name);
+	long v = e ? strtol(e, NULL, 10) : 0;
+
+	return v < 0 ? 0 : v;
+}
+#endif
+
 void redirect_loop_init(struct redirect_loop *loop)
 {
 	*loop = (struct redirect_loop){.epfd = -1};
 #ifdef VSOCKMAP_TEST_KNOBS
 	/* Test builds only: the package's daemon has no knob (Makefile, TEST_KNOBS). */
-	const char *e = getenv("VSOCKMAPD_TEST_INSERT_DELAY_US");
-
-	loop->test_insert_delay_us = e ? strtol(e, NULL, 10) : 0;
-	if (loop->test_insert_delay_us < 0)
-		loop->test_insert_delay_us = 0;
-	e = getenv("VSOCKMAPD_TEST_INSERT_QUEUED");
-	loop->test_insert_queued = e ? strtol(e, NULL, 10) : 0;
-	if (loop->test_insert_queued < 0)
-		loop->test_insert_queued = 0;
-	e = getenv("VSOCKMAPD_TEST_STEP_DELAY_US");
-	loop->test_step_delay_us = e ? strtol(e, NULL, 10) : 0;
-	if (loop->test_step_delay_us < 0)
-		loop->test_step_delay_us = 0;
+	loop->test_insert_delay_us = test_knob("VSOCKMAPD_TEST_INSERT_DELAY_US");
+	loop->test_insert_queued = test_knob("VSOCKMAPD_TEST_INSERT_QUEUED");
+	loop->test_step_delay_us = test_knob("VSOCKMAPD_TEST_STEP_DELAY_US");
 #endif
 }
 
