@@ -58,7 +58,8 @@
  * plans): the virtio tier's clients in the guest, its servers on the host. Each then checks
  * what its own end can see: every byte it received, its length and its end. The endings that
  * need both ends' clocks or the daemon (daemon-close, idle, --term-pid, client-kill's
- * end bound) are not drawn or not checked.
+ * end bound) are not drawn or not checked. A server-reset's server keeps its last byte
+ * until the moment it resets, so that the client can time the reset from its own clock.
  *
  * With --kill-no-reply a client-kill's server sends nothing back (as for a tcp: client): once
  * the client is gone nothing waits unread in the relay.
@@ -495,10 +496,26 @@ verify:
  * Level-triggered interest in what the end waits for now: input until EOF, output while it
  * has bytes it may send. Without this a writable socket with nothing to send would spin.
  */
+/*
+ * With --role server the client cannot read this process's clock, so a server-reset that has
+ * sent all but its last byte keeps that byte until its cut and sends it just before the
+ * reset: the client's last byte then marks the reset (end_delay_ms).
+ */
+static bool server_marks_reset(const struct conn *k)
+{
+	return k->mode == SERVER_RESET && opt.no_client && k->down_len;
+}
+
+/* How much the server end sends for now. */
+static uint64_t server_send_len(const struct conn *k)
+{
+	return server_marks_reset(k) && k->s.recvd < k->cut ? k->down_len - 1 : k->down_len;
+}
+
 static void rearm(struct conn *k, struct end *e, bool is_server)
 {
 	uint64_t tag = is_server ? TAG_SERVER | k->id : k->id;
-	uint64_t len = is_server ? k->down_len : k->mode == CLIENT_RESET ? k->cut : k->up_len;
+	uint64_t len = is_server ? server_send_len(k) : k->mode == CLIENT_RESET ? k->cut : k->up_len;
 	uint32_t events = 0;
 	bool may_send;
 
@@ -617,13 +634,20 @@ static void server_step(struct conn *k)
 	if (k->mode == SERVER_RESET && s->recvd >= k->cut) {
 		struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
+		if (server_marks_reset(k) && s->sent + 1 == k->down_len && !s->write_failed) {
+			end_write(k, s, k->down_len);
+			if (s->sent < k->down_len && !s->write_failed) {
+				rearm(k, s, true); /* writable again soon: the client reads */
+				return;
+			}
+		}
 		setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		k->cut_ns = now_ns();
 		close_end(s);
 		return;
 	}
 	if ((k->mode != HALF_CLIENT || s->eof) && !s->write_failed)
-		end_write(k, s, k->down_len);
+		end_write(k, s, server_send_len(k));
 	if ((k->mode == HALF_SERVER || k->mode == SERVER_HALF_FIRST) && s->sent == k->down_len &&
 	    !s->shut) {
 		shutdown(s->fd, SHUT_WR);
