@@ -30,6 +30,7 @@ run_unit() {
 		found=1
 		out=$("$t" 2>&1)
 		printf '%s\n' "$out" | sed 's/^/    /'
+		summary_note_failures <(printf '%s\n' "$out") "${t##*/}"
 		if ! grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test' <<<"$out"; then
 			echo "run-all: $t printed no cmocka summary" >&2
 			summary_failed=$((summary_failed + 1))

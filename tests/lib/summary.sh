@@ -5,6 +5,7 @@
 summary_passed=0
 summary_failed=0
 summary_skipped=0
+summary_failures=() # "LABEL: NAME" of each test that failed, for the closing lines
 
 # summary_add FILE LABEL: add the last result line of FILE; none counts as one failure.
 summary_add() {
@@ -16,13 +17,29 @@ summary_add() {
 		return
 	fi
 	read -r p _ f _ s _ <<<"${line//,/}"
+	summary_note_failures "$1" "$2"
 	summary_passed=$((summary_passed + p))
 	summary_failed=$((summary_failed + f))
 	summary_skipped=$((summary_skipped + ${s:-0}))
 }
 
-# summary_print: the closing line; returns non-zero if anything failed.
+# summary_note_failures FILE LABEL: remember the name of each "FAIL name" (or cmocka
+# "[  FAILED  ] name") line of FILE, so the end of a long run names what failed.
+summary_note_failures() {
+	local name
+	while read -r name; do
+		summary_failures+=("$2: $name")
+	done < <(sed -n -e 's/^ *\(VMTEST \)\{0,1\}FAIL \([^ ]*\).*/\2/p' \
+		-e 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' "$1")
+}
+
+# summary_print: the names of the failed tests, then the closing line; returns non-zero if
+# anything failed.
 summary_print() {
+	local f
+	for f in "${summary_failures[@]}"; do
+		echo "== failed: $f"
+	done
 	result_line "$summary_passed" "$summary_failed" "$summary_skipped"
 	((summary_failed == 0))
 }
