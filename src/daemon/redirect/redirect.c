@@ -501,14 +501,26 @@ bool redirect_adopted(const struct redirect *r)
 int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
 		   uint32_t slot, unsigned int half, int client_fd, int target_fd)
 {
+	bool in_maps = slot != REDIRECT_SLOT_USERSPACE;
+	uint64_t cookie[2] = {0, 0};
 	struct vsockmap_gate *gate;
 	struct redirect *r;
-	int err, i;
+	int err = 0, i;
 
+	/* Whatever fails, fails before the owner is told of a redirect. */
+	for (i = 0; in_maps && i < 2 && !err; i++)
+		err = socket_cookie(i == CLIENT ? client_fd : target_fd, &cookie[i]);
+	if (err) {
+		safe_close(client_fd);
+		safe_close(target_fd);
+	}
 	/* userspace: set below, from how the previous instance carried it */
-	r = redirect_new(env, owner, false, id, client_fd, target_fd);
-	if (!r)
-		return -ENOMEM;
+	r = err ? NULL : redirect_new(env, owner, false, id, client_fd, target_fd);
+	if (!r) {
+		if (in_maps && env->dp) /* handover_reserve_slots() kept it for this pair */
+			dataplane_slot_free(env->dp, slot);
+		return err ?: -ENOMEM;
+	}
 	r->adopted = true;
 	if (slot == REDIRECT_SLOT_USERSPACE) {
 		/* Carried in user space before: nothing in the maps, the daemon copies both ways.
@@ -526,13 +538,8 @@ int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
 	r->has_slot = true;
 	r->linked = true;
 	r->ep[CLIENT].in_map = r->ep[TARGET].in_map = true;
-	for (i = 0; i < 2; i++) {
-		err = socket_cookie(r->ep[i].fd, &r->ep[i].cookie);
-		if (err) {
-			redirect_free(r);
-			return err;
-		}
-	}
+	for (i = 0; i < 2; i++)
+		r->ep[i].cookie = cookie[i];
 	redirect_enter(r, REDIRECT_CONNECTED);
 	gate = dataplane_gate(env->dp, slot, CLIENT);
 	r->dir[CLIENT].held_taken = gate_held(gate);

@@ -159,7 +159,10 @@ void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, un
 void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
-/* Take back a settled pair from the previous instance. Takes both fds. 0 or -errno. */
+/*
+ * Take back a settled pair from the previous instance. Takes both fds. 0, or -errno with both
+ * fds closed, its slot freed and nothing told to the owner (a placeholder stays the caller's).
+ */
 int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
 		   uint32_t slot, unsigned int half, int client_fd, int target_fd);
 

@@ -198,10 +198,10 @@ static int find_target(struct daemon *d, uint64_t id, size_t client)
 
 static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 {
+	struct listener *l, *placeholder = NULL;
 	enum address_kind ck, tk;
-	struct listener *l;
 	struct pair_name p;
-	int cfd, tfd;
+	int cfd, tfd, err;
 
 	if (parse_pair(stored_name(d, i), &p) || p.end != 'c')
 		return 0;
@@ -231,14 +231,23 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 	}
 	if (!l) {
 		/* Its section left the configuration or changed: adopt it to close it cleanly. */
-		l = listener_placeholder(&d->env, p.section, ck, tk);
+		l = placeholder = listener_placeholder(&d->env, p.section, ck, tk);
 		if (!l) {
 			safe_close(cfd);
 			safe_close(tfd);
+			if (p.slot != REDIRECT_SLOT_USERSPACE && d->env.dp)
+				dataplane_slot_free(d->env.dp, p.slot);
 			return -ENOMEM;
 		}
 	}
-	return redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd) ? 0 : 1;
+	err = redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd);
+	if (err) {
+		log_errno(LOG_WARNING, err, "[%s] redirect %" PRIu64 " handed over: closed, "
+			  "taking it back failed", p.section, p.id);
+		listener_retire(placeholder); /* it has no redirect */
+		return 0;
+	}
+	return 1;
 }
 
 /* "vsm-probe.N": kept for the sockets of the instance that made it (see the top). */
