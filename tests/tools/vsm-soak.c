@@ -260,10 +260,12 @@ static void die(const char *what)
 	exit(2);
 }
 
+/* Also after finish(): a child reaped later can still fail its connection. */
 static void fail(struct conn *k, const char *why)
 {
 	if (!k->why)
 		k->why = why;
+	k->ok = false;
 }
 
 static void watch(int fd, uint64_t tag, uint32_t events)
@@ -493,10 +495,6 @@ verify:
 }
 
 /*
- * Level-triggered interest in what the end waits for now: input until EOF, output while it
- * has bytes it may send. Without this a writable socket with nothing to send would spin.
- */
-/*
  * With --role server the client cannot read this process's clock, so a server-reset that has
  * sent all but its last byte keeps that byte until its cut and sends it just before the
  * reset: the client's last byte then marks the reset (end_delay_ms).
@@ -509,9 +507,14 @@ static bool server_marks_reset(const struct conn *k)
 /* How much the server end sends for now. */
 static uint64_t server_send_len(const struct conn *k)
 {
-	return server_marks_reset(k) && k->s.recvd < k->cut ? k->down_len - 1 : k->down_len;
+	return server_marks_reset(k) && k->s.recvd < k->cut && !k->s.eof ? k->down_len - 1
+									  : k->down_len;
 }
 
+/*
+ * Level-triggered interest in what the end waits for now: input until EOF, output while it
+ * has bytes it may send. Without this a writable socket with nothing to send would spin.
+ */
 static void rearm(struct conn *k, struct end *e, bool is_server)
 {
 	uint64_t tag = is_server ? TAG_SERVER | k->id : k->id;
@@ -526,8 +529,12 @@ static void rearm(struct conn *k, struct end *e, bool is_server)
 	else
 		may_send = (k->mode != HALF_SERVER || e->eof) && e->hdr_len == HEADER_LEN &&
 			   now_ns() >= k->c_resume_ns;
-	/* A server waiting out its pace or its stall reads again from the main loop. */
-	if (!e->eof && (!is_server || now_ns() >= k->s_resume_ns))
+	/*
+	 * A server waiting out its pace or its stall reads again from the main loop; a
+	 * server-reset past its cut reads no more (what it left unread would wake it for ever).
+	 */
+	if (!e->eof && (!is_server || now_ns() >= k->s_resume_ns) &&
+	    !(is_server && k->mode == SERVER_RESET && e->recvd >= k->cut))
 		events |= EPOLLIN | EPOLLRDHUP;
 	if ((may_send && e->sent < len && !e->write_failed) ||
 	    (!is_server && e->hdr_len < HEADER_LEN))
@@ -770,7 +777,7 @@ static void start_killed_client(struct conn *k)
 			chunk = (size_t)(k->cut - k->c.sent);
 		stream_fill(&k->c.tx, out, chunk);
 		if (send(fd, out, chunk, MSG_NOSIGNAL) != (ssize_t)chunk)
-			_exit(4);
+			_exit(errno == EPIPE ? 4 : errno == ECONNRESET ? 6 : 7);
 		k->c.sent += chunk;
 	}
 	raise(SIGKILL);
@@ -1141,14 +1148,17 @@ static void start_cmd(void)
 
 /*
  * A client-kill's child dies of its own SIGKILL once its cut is sent; on a connection the
- * daemon was stopped on, its connect (exit 3) or a write (exit 4) may fail first: the stop
- * shuts the client's side for reading, and a later write fails (finish_hit()).
+ * daemon was stopped on, its connect (exit 3) or a write may fail first: the stop shuts the
+ * client's side for reading, and a later write fails with EPIPE (exit 4), or for a TCP client
+ * is answered with a reset (exit 6; docs/behaviour-matrix.md).
  */
 static bool child_ended_as_it_may(const struct conn *k, int status)
 {
+	int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 		return true;
-	return k->hit && WIFEXITED(status) && (WEXITSTATUS(status) == 3 || WEXITSTATUS(status) == 4);
+	return k->hit && (rc == 3 || rc == 4 || (rc == 6 && tcp_client));
 }
 
 static void reap_children(void)
