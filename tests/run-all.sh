@@ -22,7 +22,7 @@ layers=("$@")
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 
-# run_unit DIR: every cmocka binary in DIR; cmocka prints its own PASSED/FAILED/SKIPPED counts.
+# run_unit DIR LAYER: every cmocka binary in DIR; cmocka prints its own PASSED/FAILED/SKIPPED counts.
 run_unit() {
 	local t out count kind found=0
 	for t in "$1"/tests/test_*; do
@@ -30,7 +30,7 @@ run_unit() {
 		found=1
 		out=$("$t" 2>&1)
 		printf '%s\n' "$out" | sed 's/^/    /'
-		summary_note_failures <(printf '%s\n' "$out") "${t##*/}"
+		summary_note_failures <(printf '%s\n' "$out") "$2 ${t##*/}"
 		if ! grep -qE '^\[  (PASSED|FAILED)  \] [0-9]+ test' <<<"$out"; then
 			echo "run-all: $t printed no cmocka summary" >&2
 			summary_failed=$((summary_failed + 1))
@@ -66,7 +66,7 @@ for layer in "${layers[@]}"; do
 	layer_t0=$SECONDS
 	case $layer in
 	unit)
-		run_unit .output
+		run_unit .output unit
 		;;
 	host)
 		tests/host/run.sh | tee "$tmp"
@@ -79,7 +79,7 @@ for layer in "${layers[@]}"; do
 			continue
 		fi
 		export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-		run_unit .output-asan
+		run_unit .output-asan sanitize
 		VSOCKMAP_OUTPUT=$PWD/.output-asan E2E_BIG=64M tests/host/run.sh 2>&1 | tee "$tmp"
 		summary_add "$tmp" "host (ASan/UBSan)"
 		if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$tmp"; then

@@ -23,23 +23,27 @@ summary_add() {
 	summary_skipped=$((summary_skipped + ${s:-0}))
 }
 
-# summary_note_failures FILE LABEL: remember the name of each "FAIL name" (or cmocka
-# "[  FAILED  ] name") line of FILE, so the end of a long run names what failed.
+# summary_note_failures FILE LABEL: remember the name of each "FAIL name", "not ok name:"
+# or cmocka "[  FAILED  ] name" line of FILE (cmocka lists a failure twice: once), so the end
+# of a long run names what failed.
 summary_note_failures() {
 	local name
 	while read -r name; do
 		summary_failures+=("$2: $name")
 	done < <(sed -n -e 's/^ *\(VMTEST \)\{0,1\}FAIL \([^ ]*\).*/\2/p' \
-		-e 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' "$1")
+		-e 's/^not ok \([^:]*\):.*/\1/p' \
+		-e 's/^\[  FAILED  \] \([^ ]*\)$/\1/p' "$1" | awk '!seen[$0]++')
 }
 
-# summary_print: the names of the failed tests, then the closing line; returns non-zero if
+# summary_print: the names of the failed tests (and how many failures have none: a suite
+# that printed no result, a build that failed), then the closing line; returns non-zero if
 # anything failed.
 summary_print() {
-	local f
+	local f unnamed=$((summary_failed - ${#summary_failures[@]}))
 	for f in "${summary_failures[@]}"; do
 		echo "== failed: $f"
 	done
+	((unnamed <= 0)) || echo "== failed: $unnamed more, named above only (a layer without a result line, a build)"
 	result_line "$summary_passed" "$summary_failed" "$summary_skipped"
 	((summary_failed == 0))
 }
