@@ -44,7 +44,8 @@ runner_count() {
 }
 
 # runner_verdict LOG QEMU_RC TIMEOUT_S: sets runner_problem to why the run cannot be trusted (empty if
-# it can), and counts a suite that ended with an error but reported no failure as one.
+# it can) and counts it as a failure, and counts a suite that ended with an error but reported no
+# failure as one.
 runner_verdict() {
 	local log=$1 qemu_rc=$2 timeout_s=$3
 	runner_problem=
@@ -62,6 +63,11 @@ runner_verdict() {
 	fi
 	if [[ -z $runner_problem ]] && ((runner_pass + runner_fail + runner_skip == 0)); then
 		runner_problem="the suite reported no VMTEST results; see $log"
+	fi
+	# Counted, so that a layer adding up result lines sees it, and named.
+	if [[ -n $runner_problem ]]; then
+		printf '  FAIL vm-run %s\n' "$runner_problem"
+		runner_count FAIL
 	fi
 }
 
