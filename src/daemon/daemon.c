@@ -349,9 +349,7 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		  : 0;
 	if (err)
 		goto out;
-	err = handover_adopt(d);
-	if (err < 0)
-		goto out;
+	handover_adopt(d);
 	handover_release(d);
 	passed_fds_release(&d->passed); /* all claimed: socket_activation_check() saw to it */
 	err = service_start(d);

@@ -517,8 +517,16 @@ int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
 	/* userspace: set below, from how the previous instance carried it */
 	r = err ? NULL : redirect_new(env, owner, false, id, client_fd, target_fd);
 	if (!r) {
-		if (in_maps && env->dp) /* handover_reserve_slots() kept it for this pair */
+		/*
+		 * handover_reserve_slots() kept the slot for this pair. systemd's copies keep
+		 * both sockets in the maps until it handles FDSTOREREMOVE: their entries go
+		 * before the slot does; without their cookies, it stays reserved.
+		 */
+		if (in_maps && !err) {
+			for (i = 0; i < 2; i++)
+				dataplane_remove(env->dp, cookie[i]);
 			dataplane_slot_free(env->dp, slot);
+		}
 		return err ?: -ENOMEM;
 	}
 	r->adopted = true;

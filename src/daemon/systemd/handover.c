@@ -62,6 +62,7 @@
 #include "stored_pair.h"
 #include "log.h"
 #include "redirect.h"
+#include "sockopt.h"
 #include "systemd_job.h"
 #include "util.h"
 
@@ -196,6 +197,33 @@ static int find_target(struct daemon *d, uint64_t id, size_t client)
 	return -1;
 }
 
+/*
+ * A pair that is not taken back: both ends see EOF, and the slot handover_reserve_slots() kept
+ * for it goes back to the pool. With the maps reused, systemd's copies keep its sockets in them
+ * until it handles FDSTOREREMOVE, so their entries go first: a new redirect given the slot would
+ * otherwise be charged for the old pair's bytes. A client whose cookie cannot be read keeps its
+ * slot reserved.
+ */
+static void drop_pair(struct daemon *d, const struct pair_name *p, bool maps_reused, int cfd,
+		      int tfd)
+{
+	uint64_t cookie;
+
+	if (p->slot != REDIRECT_SLOT_USERSPACE && d->env.dp) {
+		if (tfd >= 0 && maps_reused && !socket_cookie(tfd, &cookie))
+			dataplane_remove(d->env.dp, cookie);
+		if (!maps_reused)
+			dataplane_slot_free(d->env.dp, p->slot);
+		else if (!socket_cookie(cfd, &cookie)) {
+			dataplane_remove(d->env.dp, cookie);
+			dataplane_slot_free(d->env.dp, p->slot);
+		}
+	}
+	safe_close(cfd);
+	safe_close(tfd);
+}
+
+/* 1 if the pair stored at i was taken back, 0 if not (or if i is not a pair's client). */
 static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 {
 	struct listener *l, *placeholder = NULL;
@@ -211,11 +239,7 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
 		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
 			 tfd < 0 ? "without its target socket" : "with maps this build cannot use");
-		safe_close(cfd);
-		safe_close(tfd);
-		/* handover_reserve_slots() kept its slot: nobody else would ever get it. */
-		if (p.slot != REDIRECT_SLOT_USERSPACE && d->env.dp)
-			dataplane_slot_free(d->env.dp, p.slot);
+		drop_pair(d, &p, maps_reused, cfd, tfd);
 		return 0;
 	}
 	redirect_table_reserve_id(&d->env.redirects, p.id);
@@ -233,11 +257,10 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		/* Its section left the configuration or changed: adopt it to close it cleanly. */
 		l = placeholder = listener_placeholder(&d->env, p.section, ck, tk);
 		if (!l) {
-			safe_close(cfd);
-			safe_close(tfd);
-			if (p.slot != REDIRECT_SLOT_USERSPACE && d->env.dp)
-				dataplane_slot_free(d->env.dp, p.slot);
-			return -ENOMEM;
+			log_errno(LOG_WARNING, -ENOMEM, "[%s] redirect %" PRIu64 " handed over: "
+				  "closed, taking it back failed", p.section, p.id);
+			drop_pair(d, &p, maps_reused, cfd, tfd);
+			return 0;
 		}
 	}
 	err = redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd);
@@ -271,7 +294,7 @@ int handover_adopt(struct daemon *d)
 {
 	bool maps_reused = d->env.dp && dataplane_maps_reused(d->env.dp);
 	size_t i, n_stored = 0;
-	int n = 0, r;
+	int n = 0;
 
 	for (i = 0; i < d->passed.n; i++) {
 		if (!stored(d, i))
@@ -279,10 +302,7 @@ int handover_adopt(struct daemon *d)
 		keep_probe_link(d, i);
 		if (!stored(d, i))
 			continue;
-		r = adopt_one(d, i, maps_reused);
-		if (r < 0)
-			return r;
-		n += r;
+		n += adopt_one(d, i, maps_reused);
 	}
 	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
 	for (i = 0; i < d->passed.n; i++) {

@@ -42,7 +42,8 @@ int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t 
 
 /*
  * Take back the stored redirects (after the listeners are open), then tell systemd to drop
- * every stored fd: from now on the daemon holds them. Returns how many were adopted.
+ * every stored fd: from now on the daemon holds them. Returns how many were adopted; a pair
+ * that cannot be is closed, and logged.
  */
 int handover_adopt(struct daemon *d);
 
