@@ -102,14 +102,16 @@ soak_case() {
 	[ -n "${SOAK_KEEP:-}" ] || rm -rf "$dir"
 }
 
-# soak_drain_allowed MODE: a daemon started with --drain=MODE runs with that drain signal;
-# if not, prints why.
+# soak_drain_allowed MODE: a daemon started with --drain=MODE runs with that drain signal
+# (0); if not, prints why: 1 if it refused or named another, 2 if it said nothing in 60 s (a
+# slow start is not the kernel's refusal).
 soak_drain_allowed() {
 	local log=$E2E_DIR/soak-drain.log pid i
+	: >"$log"
 	vsockmapd -d -d "--drain=$1" "UNIX-LISTEN:$E2E_DIR/soak-drain.sock" \
 		"UNIX-CONNECT:$E2E_DIR/soak-drain-none.sock" 2>"$log" &
 	pid=$!
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		if ! kill -0 "$pid" 2>/dev/null || grep -q 'drain signal:' "$log"; then
 			break
 		fi
@@ -118,8 +120,9 @@ soak_drain_allowed() {
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	grep -q "drain signal: \(queue \)*$1" "$log" && return 0
-	grep -m1 -E 'BPF program load failed|not started|refus|drain signal' "$log" || echo "no drain signal logged"
-	return 1
+	grep -m1 -E 'BPF program load failed|not started|refus|drain signal' "$log" && return 1
+	echo "the daemon logged no drain signal (it exited, or said nothing in 60 s): $(tail -n 2 "$log" | tr '\n' ' ')"
+	return 2
 }
 
 # soak-kernel again with each drain signal this kernel allows besides the queue probe (the
@@ -128,10 +131,17 @@ soak_drain_allowed() {
 host_soak_drain_cases() {
 	local mode why
 	for mode in iterator timed; do
-		if ! why=$(soak_drain_allowed "$mode"); then
+		why=$(soak_drain_allowed "$mode")
+		case $? in
+		1)
 			vmtest_skip "soak-kernel@$mode" "this kernel does not allow --drain=$mode: $why"
 			continue
-		fi
+			;;
+		2)
+			vmtest_fail "soak-kernel@$mode" "$why"
+			continue
+			;;
+		esac
 		SOAK_DRAIN=--drain=$mode soak_case "soak-kernel@$mode" 'datapath = kernel' \
 			-server-half-first "${SOAK_COUNT:-400}" VSOCKMAPD_TEST_INSERT_DELAY_US=2000
 	done
