@@ -499,36 +499,17 @@ bool redirect_adopted(const struct redirect *r)
 }
 
 int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
-		   uint32_t slot, unsigned int half, int client_fd, int target_fd)
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd,
+		   const uint64_t cookie[2])
 {
-	bool in_maps = slot != REDIRECT_SLOT_USERSPACE;
-	uint64_t cookie[2] = {0, 0};
 	struct vsockmap_gate *gate;
 	struct redirect *r;
-	int err = 0, i;
+	int i;
 
-	/* Whatever fails, fails before the owner is told of a redirect. */
-	for (i = 0; in_maps && i < 2 && !err; i++)
-		err = socket_cookie(i == CLIENT ? client_fd : target_fd, &cookie[i]);
-	if (err) {
-		safe_close(client_fd);
-		safe_close(target_fd);
-	}
 	/* userspace: set below, from how the previous instance carried it */
-	r = err ? NULL : redirect_new(env, owner, false, id, client_fd, target_fd);
-	if (!r) {
-		/*
-		 * handover_reserve_slots() kept the slot for this pair. systemd's copies keep
-		 * both sockets in the maps until it handles FDSTOREREMOVE: their entries go
-		 * before the slot does; without their cookies, it stays reserved.
-		 */
-		if (in_maps && !err) {
-			for (i = 0; i < 2; i++)
-				dataplane_remove(env->dp, cookie[i]);
-			dataplane_slot_free(env->dp, slot);
-		}
-		return err ?: -ENOMEM;
-	}
+	r = redirect_new(env, owner, false, id, client_fd, target_fd);
+	if (!r)
+		return -ENOMEM;
 	r->adopted = true;
 	if (slot == REDIRECT_SLOT_USERSPACE) {
 		/* Carried in user space before: nothing in the maps, the daemon copies both ways.

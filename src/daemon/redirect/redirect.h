@@ -160,10 +160,12 @@ void redirect_mark_handed_over(struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /*
- * Take back a settled pair from the previous instance. Takes both fds. 0, or -errno with both
- * fds closed, its slot freed and nothing told to the owner (a placeholder stays the caller's).
+ * Take back a settled pair from the previous instance; cookie: its sockets' (read by the
+ * caller; unused for REDIRECT_SLOT_USERSPACE). Takes both fds. 0, or -ENOMEM with both fds
+ * closed and nothing else done: its slot and the owner (a placeholder) stay the caller's.
  */
 int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
-		   uint32_t slot, unsigned int half, int client_fd, int target_fd);
+		   uint32_t slot, unsigned int half, int client_fd, int target_fd,
+		   const uint64_t cookie[2]);
 
 #endif

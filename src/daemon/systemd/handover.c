@@ -197,37 +197,46 @@ static int find_target(struct daemon *d, uint64_t id, size_t client)
 	return -1;
 }
 
-/*
- * A pair that is not taken back: both ends see EOF, and the slot handover_reserve_slots() kept
- * for it goes back to the pool. With the maps reused, systemd's copies keep its sockets in them
- * until it handles FDSTOREREMOVE, so their entries go first: a new redirect given the slot would
- * otherwise be charged for the old pair's bytes. A client whose cookie cannot be read keeps its
- * slot reserved.
- */
-static void drop_pair(struct daemon *d, const struct pair_name *p, bool maps_reused, int cfd,
-		      int tfd)
+/* The cookies of a pair's sockets (0 for a missing target): 0 or -errno. */
+static int pair_cookies(int cfd, int tfd, uint64_t cookie[2])
 {
-	uint64_t cookie;
+	int err = socket_cookie(cfd, &cookie[0]);
 
-	if (p->slot != REDIRECT_SLOT_USERSPACE && d->env.dp) {
-		if (tfd >= 0 && maps_reused && !socket_cookie(tfd, &cookie))
-			dataplane_remove(d->env.dp, cookie);
-		if (!maps_reused)
-			dataplane_slot_free(d->env.dp, p->slot);
-		else if (!socket_cookie(cfd, &cookie)) {
-			dataplane_remove(d->env.dp, cookie);
-			dataplane_slot_free(d->env.dp, p->slot);
-		}
-	}
+	return err ?: tfd >= 0 ? socket_cookie(tfd, &cookie[1]) : 0;
+}
+
+/*
+ * A pair that is not taken back: both ends see EOF (its fds are closed here, or were by
+ * redirect_adopt()), and the slot handover_reserve_slots() kept for it goes back to the pool.
+ * With the maps reused, systemd's copies keep its sockets in them until it handles
+ * FDSTOREREMOVE, so their entries go first: a new redirect given the slot would otherwise be
+ * charged for the old pair's bytes. Without its cookies (NULL), the slot stays reserved.
+ */
+static void drop_pair(struct daemon *d, const struct pair_name *p, bool maps_reused,
+		      const uint64_t *cookie, int cfd, int tfd)
+{
 	safe_close(cfd);
 	safe_close(tfd);
+	if (p->slot == REDIRECT_SLOT_USERSPACE || !d->env.dp)
+		return;
+	if (maps_reused) {
+		if (!cookie)
+			return;
+		dataplane_remove(d->env.dp, cookie[0]);
+		if (cookie[1])
+			dataplane_remove(d->env.dp, cookie[1]);
+	}
+	dataplane_slot_free(d->env.dp, p->slot);
 }
 
 /* 1 if the pair stored at i was taken back, 0 if not (or if i is not a pair's client). */
 static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 {
 	struct listener *l, *placeholder = NULL;
+	uint64_t cookie[2] = {0, 0};
+	const char *why = NULL;
 	enum address_kind ck, tk;
+	bool in_maps, known;
 	struct pair_name p;
 	int cfd, tfd, err;
 
@@ -235,11 +244,19 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 		return 0;
 	cfd = passed_fds_take(&d->passed, i);
 	tfd = find_target(d, p.id, i);
-	if (tfd < 0 || (!maps_reused && p.slot != REDIRECT_SLOT_USERSPACE)) {
-		/* Without its target or its maps the pair cannot go on: both ends see EOF. */
-		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id,
-			 tfd < 0 ? "without its target socket" : "with maps this build cannot use");
-		drop_pair(d, &p, maps_reused, cfd, tfd);
+	in_maps = p.slot != REDIRECT_SLOT_USERSPACE;
+	err = in_maps && maps_reused ? pair_cookies(cfd, tfd, cookie) : 0;
+	known = !err;
+	if (tfd < 0)
+		why = "without its target socket";
+	else if (in_maps && !maps_reused)
+		why = "with maps this build cannot use";
+	else if (err)
+		why = "with a socket whose cookie cannot be read";
+	if (why) {
+		/* The pair cannot go on: both ends see EOF. */
+		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id, why);
+		drop_pair(d, &p, maps_reused, known ? cookie : NULL, cfd, tfd);
 		return 0;
 	}
 	redirect_table_reserve_id(&d->env.redirects, p.id);
@@ -253,20 +270,16 @@ static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
 			 p.section, p.id);
 		l = NULL;
 	}
-	if (!l) {
-		/* Its section left the configuration or changed: adopt it to close it cleanly. */
+	/* Its section left the configuration or changed: adopt it to close it cleanly. */
+	if (!l)
 		l = placeholder = listener_placeholder(&d->env, p.section, ck, tk);
-		if (!l) {
-			log_errno(LOG_WARNING, -ENOMEM, "[%s] redirect %" PRIu64 " handed over: "
-				  "closed, taking it back failed", p.section, p.id);
-			drop_pair(d, &p, maps_reused, cfd, tfd);
-			return 0;
-		}
-	}
-	err = redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd);
+	err = l ? redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd, cookie)
+		: -ENOMEM;
 	if (err) {
 		log_errno(LOG_WARNING, err, "[%s] redirect %" PRIu64 " handed over: closed, "
 			  "taking it back failed", p.section, p.id);
+		/* redirect_adopt() closed both fds, or was not called */
+		drop_pair(d, &p, maps_reused, cookie, l ? -1 : cfd, l ? -1 : tfd);
 		listener_retire(placeholder); /* it has no redirect */
 		return 0;
 	}
