@@ -418,23 +418,13 @@ ctl_access_daemon() {
 	rm -f "$CTL_PUB"/*.sock
 	printf '[daemon]\ncontrol = %s/control.sock\n%s\n[a]\nlisten = UNIX-LISTEN:%s/a.sock\nconnect = UNIX-CONNECT:%s/none.sock\n' \
 		"$CTL_PUB" "$1" "$CTL_PUB" "$CTL_PUB" >"$CTL_PUB/c.conf"
-	_ctl_before=$(ctl_listening_count)
+	_ctl_before=$(log_count "$CTL_PUB/daemon.log" 'control socket .*: listening')
 	vsockmapd -c "$CTL_PUB/c.conf" 2>>"$CTL_PUB/daemon.log" &
 	CTL_ACCESS_DAEMON=$!
 	# The file appears at bind(), mode 0000 until its group and mode are set and it listens
 	# (control_server.c): ready once this daemon logs that it listens.
-	_ctl_ticks=200
-	while [ "$(ctl_listening_count)" -le "$_ctl_before" ]; do
-		[ $_ctl_ticks -gt 0 ] && kill -0 "$CTL_ACCESS_DAEMON" 2>/dev/null || return 1
-		_ctl_ticks=$((_ctl_ticks - 1))
-		sleep 0.1
-	done
-}
-
-# ctl_listening_count: how many daemons logged their control socket listening so far.
-ctl_listening_count() {
-	_ctl_n=$(grep -c 'control socket .*: listening' "$CTL_PUB/daemon.log" 2>/dev/null)
-	echo "${_ctl_n:-0}"
+	wait_for_log "$CTL_PUB/daemon.log" 'control socket .*: listening' "$_ctl_before" \
+		"$CTL_ACCESS_DAEMON" 20
 }
 
 ctl_access_stop() {

@@ -752,6 +752,12 @@ e2e_drain_signal() {
 	sed -n 's/.*drain signal: \(queue \)*\(probe\|iterator\|timed\).*/\2/p' "$_ds_log" | head -n 1
 }
 
+# e2e_drain_refusal: why the last e2e_drain_signal's daemon did not start (the kernel refused
+# what it loads), or nothing.
+e2e_drain_refusal() {
+	grep -m1 -E 'loading the BPF|not started' "$E2E_DIR/drain-signal.log"
+}
+
 # e2e_run_drain_modes STOP_LISTEN STOP_CLIENT STOP_TARGET STOP_SERVER DGRAM_TARGET DGRAM_SERVER:
 # what depends on the drain signal, again with every signal this kernel allows besides the
 # default one: the forced late-insert uploads, a stop mid-stream and a stop of a datagram
@@ -764,7 +770,7 @@ e2e_run_drain_modes() {
 		_dm_got=$(e2e_drain_signal --drain=$_dm)
 		if [ "$_dm_got" != "$_dm" ]; then
 			# Refused by the kernel: a skip that says why; anything else is a failure.
-			_dm_why=$(grep -m1 -E 'loading the BPF|not started' "$E2E_DIR/drain-signal.log")
+			_dm_why=$(e2e_drain_refusal)
 			if [ -n "$_dm_why" ]; then
 				vmtest_skip "drain-$_dm" "this kernel does not allow --drain=$_dm: $_dm_why"
 			else

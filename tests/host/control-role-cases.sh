@@ -62,13 +62,7 @@ role_daemon() {
 	ROLE_DAEMON=$!
 	# The file appears at bind(), mode 0000 until its group and mode are set and it listens
 	# (control_server.c): ready once the daemon logs that it listens.
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q 'control socket .*: listening' "$ROLE_DIR/daemon.log" && return 0
-		kill -0 "$ROLE_DAEMON" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
+	wait_for_log "$ROLE_DIR/daemon.log" 'control socket .*: listening' 0 "$ROLE_DAEMON" 20
 }
 
 role_daemon_stop() {

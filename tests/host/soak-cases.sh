@@ -103,25 +103,14 @@ soak_case() {
 }
 
 # soak_drain_allowed MODE: a daemon started with --drain=MODE runs with that drain signal
-# (0); if not, prints why: 1 if it refused or named another, 2 if it said nothing in 60 s (a
-# slow start is not the kernel's refusal).
+# (0); if not, prints why: 1 if the kernel refused it, 2 if the daemon named another or none
+# (it exited, or said nothing in 60 s: a slow start is not the kernel's refusal).
 soak_drain_allowed() {
-	local log=$E2E_DIR/soak-drain.log pid i
-	: >"$log"
-	vsockmapd -d -d "--drain=$1" "UNIX-LISTEN:$E2E_DIR/soak-drain.sock" \
-		"UNIX-CONNECT:$E2E_DIR/soak-drain-none.sock" 2>"$log" &
-	pid=$!
-	for ((i = 0; i < 600; i++)); do
-		if ! kill -0 "$pid" 2>/dev/null || grep -q 'drain signal:' "$log"; then
-			break
-		fi
-		sleep 0.1
-	done
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	grep -q "drain signal: \(queue \)*$1" "$log" && return 0
-	grep -m1 -E 'BPF program load failed|not started|refus|drain signal' "$log" && return 1
-	echo "the daemon logged no drain signal (it exited, or said nothing in 60 s): $(tail -n 2 "$log" | tr '\n' ' ')"
+	local got
+	got=$(e2e_drain_signal "--drain=$1")
+	[[ $got == "$1" ]] && return 0
+	e2e_drain_refusal && return 1
+	echo "the daemon logged drain signal \"$got\": $(tail -n 2 "$E2E_DIR/drain-signal.log" | tr '\n' ' ')"
 	return 2
 }
 

@@ -85,6 +85,23 @@ wait_for_file() { _wait_for_test -e "$1" "$2"; }
 # wait_for_socket PATH TIMEOUT_SEC: like wait_for_file, but for a Unix socket.
 wait_for_socket() { _wait_for_test -S "$1" "$2"; }
 
+# log_count LOG PATTERN: how many lines of LOG match PATTERN (0 if there is no LOG).
+log_count() {
+	_lc=$(grep -c -- "$2" "$1" 2>/dev/null)
+	echo "${_lc:-0}"
+}
+
+# wait_for_log LOG PATTERN BEFORE PID TIMEOUT_SEC: until LOG has more than BEFORE lines
+# matching PATTERN (polls every 0.1 s). Returns 1 if PID exits first or on timeout.
+wait_for_log() {
+	_wl_ticks=$(($5 * 10))
+	while [ "$(log_count "$1" "$2")" -le "$3" ]; do
+		[ "$_wl_ticks" -gt 0 ] && kill -0 "$4" 2>/dev/null || return 1
+		_wl_ticks=$((_wl_ticks - 1))
+		sleep 0.1
+	done
+}
+
 # _wait_for_test OP PATH TIMEOUT_SEC: until [ OP PATH ] holds, or the timeout.
 _wait_for_test() {
 	_ticks=$(($3 * 10))
