@@ -751,7 +751,8 @@ static void set_sndbuf(int fd, int size)
 static void start_killed_client(struct conn *k)
 {
 	uint8_t out[BUF_SIZE];
-	size_t chunk;
+	size_t chunk, off;
+	ssize_t n;
 	pid_t pid;
 	int fd;
 
@@ -776,8 +777,15 @@ static void start_killed_client(struct conn *k)
 		if (chunk > k->cut - k->c.sent)
 			chunk = (size_t)(k->cut - k->c.sent);
 		stream_fill(&k->c.tx, out, chunk);
-		if (send(fd, out, chunk, MSG_NOSIGNAL) != (ssize_t)chunk)
-			_exit(errno == EPIPE ? 4 : errno == ECONNRESET ? 6 : 7);
+		/*
+		 * A blocking write returns short when the relay shuts our peer's reading side
+		 * down in its midst (a stop): what it took counts, and the next write fails.
+		 */
+		for (off = 0; off < chunk; off += (size_t)n) {
+			n = send(fd, out + off, chunk - off, MSG_NOSIGNAL);
+			if (n < 0)
+				_exit(errno == EPIPE ? 4 : errno == ECONNRESET ? 6 : 7);
+		}
 		k->c.sent += chunk;
 	}
 	raise(SIGKILL);
@@ -1161,6 +1169,25 @@ static bool child_ended_as_it_may(const struct conn *k, int status)
 	return k->hit && (rc == 3 || rc == 4 || (rc == 6 && tcp_client));
 }
 
+/* What the child of a client-kill that ended otherwise than it may did (its exit code). */
+static const char *killed_child_why(int status)
+{
+	switch (WIFEXITED(status) ? WEXITSTATUS(status) : -1) {
+	case 3:
+		return "the killed client failed before its kill: its connect failed (exit 3)";
+	case 4:
+		return "the killed client failed before its kill: a write failed with EPIPE (exit 4)";
+	case 6:
+		return "the killed client failed before its kill: a write failed with ECONNRESET "
+		       "(exit 6)";
+	case 7:
+		return "the killed client failed before its kill: a write failed (exit 7)";
+	default:
+		return "the killed client failed before its kill: it ended otherwise (a signal "
+		       "other than its SIGKILL?)";
+	}
+}
+
 static void reap_children(void)
 {
 	unsigned int i;
@@ -1181,7 +1208,7 @@ static void reap_children(void)
 				conns[i].cut_ns = now_ns();
 				conns[i].c.done = true;
 				if (!child_ended_as_it_may(&conns[i], status))
-					fail(&conns[i], "the killed client failed before its kill");
+					fail(&conns[i], killed_child_why(status));
 				break;
 			}
 	}
