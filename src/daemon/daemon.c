@@ -39,6 +39,10 @@ static void begin_stop(struct daemon *d)
 		sd_event_exit(d->env.event, 0);
 }
 
+/*
+ * SIGTERM and SIGINT stop: everything already sent is delivered, then each redirect closes.
+ * A second one closes what is left at once.
+ */
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct daemon *d = userdata;
@@ -50,18 +54,28 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 			   strsignal(si->ssi_signo));
 		return sd_event_exit(sd_event_source_get_event(s), 0);
 	}
-	if (handover_asking(d)) {
-		log_notice("received %s again: stopping without systemd's answer",
-			   strsignal(si->ssi_signo));
-		handover_forget_question(d);
-		begin_stop(d);
-		return 0;
-	}
-	/* "systemctl restart": hand the sockets over instead of closing them. */
-	if (si->ssi_signo == SIGTERM && !handover_ask(d, begin_stop))
-		return 0;
 	log_info("received %s, shutting down", strsignal(si->ssi_signo));
 	begin_stop(d);
+	return 0;
+}
+
+/*
+ * SIGUSR2: systemd restarts the unit (RestartKillSignal=SIGUSR2 in vsockmapd.service; a stop
+ * sends KillSignal=, SIGTERM). Everything goes to the fd store at once, for the next instance.
+ */
+static int on_restart_signal(sd_event_source *s, const struct signalfd_siginfo *si,
+			     void *userdata)
+{
+	struct daemon *d = userdata;
+
+	(void)s;
+	(void)si;
+	if (d->env.handing_over || d->env.stopping) {
+		log_notice("received SIGUSR2 (restart) while %s: ignored",
+			   d->env.stopping ? "stopping" : "handing over");
+		return 0;
+	}
+	handover_start(d, begin_stop);
 	return 0;
 }
 
@@ -313,11 +327,14 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	fd_limit_fit(&d->cfg);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = passed_fds_collect(&d->passed);
-	err = err ?: handover_collect(d);
 	if (err < 0) {
 		log_errno(LOG_ERR, err, "reading the sockets passed by systemd (LISTEN_FDS)");
 		goto out;
 	}
+	/* From here a failure gives back what the previous instance handed over. */
+	err = handover_collect(d);
+	if (err < 0)
+		goto out;
 	err = socket_activation_check(&d->passed, &d->cfg);
 	if (err)
 		goto out;
@@ -328,11 +345,14 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	err = sd_event_add_signal(d->env.event, NULL, SIGTERM, on_signal, d);
 	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGINT, on_signal, d);
 	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGHUP, on_sighup, d);
+	err = err < 0 ? err
+		      : sd_event_add_signal(d->env.event, NULL, SIGUSR2, on_restart_signal, d);
 	if (err < 0)
 		goto out;
 	err = open_dataplane(d, opts);
@@ -349,9 +369,6 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 		  : 0;
 	if (err)
 		goto out;
-	handover_adopt(d);
-	handover_release(d);
-	passed_fds_release(&d->passed); /* all claimed: socket_activation_check() saw to it */
 	err = service_start(d);
 	if (err)
 		goto out;
@@ -360,10 +377,15 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = err ?: drop_privileges(d);
 	if (err)
 		goto out;
+	/* Last, once nothing can fail: the redirects run from here, and systemd lets go. */
+	handover_adopt(d);
+	handover_finish(d);
+	passed_fds_release(&d->passed); /* all claimed: socket_activation_check() saw to it */
 	return 0;
 out:
 	/* Each step said what failed; this line ends every failed start the same way. */
 	log_errno(LOG_ERR, err, "not started");
+	handover_give_back(d);
 	daemon_stop(d);
 	return err;
 }
@@ -383,8 +405,7 @@ void daemon_stop(struct daemon *d)
 	service_stop(d);
 	idle_sweep_stop(d);
 	source_watch_stop(d);
-	handover_release(d);
-	passed_fds_release(&d->passed);
+	passed_fds_release(&d->passed); /* copies: the fd store keeps what it stored */
 	if (d->env.late_inserts)
 		log_info("%" PRIu64 " client sockets entered the map with bytes still queued; "
 			 "those bytes followed the next write or EOF",
@@ -399,7 +420,6 @@ void daemon_stop(struct daemon *d)
 	d->listeners = NULL;
 	d->n_listeners = 0;
 	handover_close_probe_links(d);
-	handover_forget_question(d);
 	if (d->env.dp)
 		dataplane_dgram_spares_close(d->env.dp);
 	dataplane_close(d->env.dp);

@@ -23,15 +23,18 @@ struct daemon;
 /* The queue probe links of previous instances this one keeps (handover.c). */
 #define HANDOVER_PROBE_LINKS_MAX 16
 
-struct systemd_job_query;
+/* A redirect read from a carrier (or, from a version before carriers, the fd store itself). */
+struct handed_pair {
+	struct redirect_record rec;
+	int fds[RECORD_NR_FDS]; /* in their RECORD_FD_* places, -1 for the rest */
+	void *raw;		/* the message as it came, to give back unchanged; NULL: stored */
+	size_t raw_len;
+};
 
 /* A restart under way, and what the next instance found. */
 struct handover_state {
-	struct systemd_job_query *question; /* SIGTERM: is it a restart? (not yet answered) */
-	int answer;			    /* its answer, acted on from a defer source: */
-	struct sd_event_source *answered;
-	void (*stop)(struct daemon *d); /* not a restart: the daemon's stop */
-	uint64_t settle_deadline;	/* stopping: store what has settled by then */
+	struct handed_pair *pairs; /* starting: read from the carriers, not yet taken back */
+	size_t n_pairs, cap_pairs;
 	bool sha_warned; /* starting: the stored maps are another build's (said once) */
 	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
 	size_t n_probe_links;

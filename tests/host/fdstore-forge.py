@@ -5,10 +5,12 @@ stored them (LISTEN_FDS, LISTEN_FDNAMES, LISTEN_PID), each one end of a socketpa
 end this script keeps and plays. No systemd and no BPF maps are involved, so only pairs
 carried in user space (slot 65536) can be taken back; a pair in the maps is closed.
 
-  fdstore-forge.py --names C[,T] [--closed] --ready CTL_SOCK --log LOG -- vsockmapd ARGS...
+  fdstore-forge.py --names C[,T] [--closed] [--carrier-version N] --ready CTL_SOCK --log LOG
+                   -- vsockmapd ARGS...
 
 --names: the client's name, then its target's (leave the target out to hand the pair over
-without it). Prints one line, then stops the daemon (and prints a second line if it did not
+without it). --carrier-version: the pair travels in a carrier instead ("vsm-carrier.0"), as
+one message whose record says version N and nothing more. Prints one line, then stops the daemon (and prints a second line if it did not
 exit 0: a sanitizer's report, say):
   pair up=OK|BAD down=OK|BAD target-eof=yes|no   64 KiB each way through the pair taken
                                                  back, then the client's half-close
@@ -19,6 +21,7 @@ import argparse
 import fcntl
 import os
 import signal
+import struct
 import socket
 import sys
 import time
@@ -98,6 +101,7 @@ def main():
     ap.add_argument("--ready", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--closed", action="store_true", help="the daemon closes the pair")
+    ap.add_argument("--carrier-version", type=int)
     ap.add_argument("argv", nargs="+")
     opt = ap.parse_args()
     names = opt.names.split(",")
@@ -107,6 +111,15 @@ def main():
         mine.settimeout(TIMEOUT_S)
         apps.append(mine)
         passed.append(theirs)
+    if opt.carrier_version is not None:
+        carrier, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        record = b"VSMP" + struct.pack("<H", opt.carrier_version) + bytes(60)
+        carrier.sendmsg([record], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                    struct.pack("%di" % len(passed), *(e.fileno() for e in passed)))])
+        carrier.close()
+        for end in passed:
+            end.close()
+        passed, names = [theirs], ["vsm-carrier.0"]
     pid = start_daemon(opt.argv, passed, names, opt.log)
     for end in passed:
         end.close()

@@ -14,6 +14,8 @@
 #                              log names the pair
 #   handover-maps-not-reused   a pair that was in the maps, no maps stored: both ends read
 #                              EOF, and the log names the pair
+#   handover-unknown-version   a carrier message in a format version this build does not read:
+#                              both ends read EOF, the log says which version, the daemon runs
 #
 # A pair carried in user space has slot 65536 (REDIRECT_SLOT_USERSPACE, VSOCKMAP_MAX_REDIRECTS).
 
@@ -37,7 +39,7 @@ handover_case() {
 host_handover_cases() {
 	local us=65536
 	handover_case handover-userspace-pair "vsm-pair.7.$us.0.c.fwd,vsm-pair.7.$us.0.t.fwd" \
-		'pair up=OK down=OK target-eof=yes' 'took back 1 redirect from the previous instance'
+		'pair up=OK down=OK target-eof=yes' 'took back 1 of 1 redirect from the previous instance'
 	handover_case handover-section-gone "vsm-pair.7.$us.0.c.gone,vsm-pair.7.$us.0.t.gone" \
 		'pair up=OK down=OK target-eof=yes' '[gone] redirect 7: closing on request'
 	handover_case handover-without-target "vsm-pair.8.$us.0.c.fwd" 'client-eof=yes' \
@@ -45,4 +47,7 @@ host_handover_cases() {
 	handover_case handover-maps-not-reused 'vsm-pair.9.5.0.c.fwd,vsm-pair.9.5.0.t.fwd' \
 		'client-eof=yes target-eof=yes' \
 		'[fwd] redirect 9 handed over with maps this build cannot use: closed' --closed
+	handover_case handover-unknown-version "client,target" 'client-eof=yes target-eof=yes' \
+		'restart: a redirect handed over in format version 9, which this build does not read (it reads 0 and 1): closed' \
+		--closed --carrier-version 9
 }

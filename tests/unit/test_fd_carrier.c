@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Carriers (fd_carrier.c) with real sockets: pairs sent by a "stopping" side come back as
- * passed_fds entries named as the fd store would name them, each fd the very socket sent
- * (proven by a byte through it), in order, with the carriers' own entries left without fds.
- * The store function stands in for systemd's fd store: it keeps a copy of the fd, as systemd
- * does, under the name given.
+ * Carriers (fd_carrier.c) with real sockets: messages sent by a "stopping" side come back to
+ * the starting side's take() in order, each payload as sent and each fd the very socket sent
+ * (proven by a byte through it), with the carriers' own entries left without fds. The store
+ * function stands in for systemd's fd store: it keeps a copy of the fd, as systemd does,
+ * under the name given.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +33,7 @@ static int fake_store(int fd, const char *name)
 
 	if (copy < 0)
 		return -errno;
-	return passed_fds_add(&store_table, copy, strdup(name), false);
+	return passed_fds_add(&store_table, copy, strdup(name));
 }
 
 static int failing_store(int fd, const char *name)
@@ -43,17 +43,46 @@ static int failing_store(int fd, const char *name)
 	return -ENOSPC;
 }
 
-/* n pairs: the daemon's ends (sent) in ours[], the peers' ends (kept) in peers[]. */
+/* What take() was given: each message's text and fds. */
+struct taken {
+	char text[64];
+	int fds[4];
+	unsigned int n_fds;
+};
+
+struct taken_list {
+	struct taken *v;
+	size_t n, cap;
+};
+
+static int take(void *ctx, const void *msg, size_t len, int *fds, unsigned int n_fds)
+{
+	struct taken_list *l = ctx;
+	struct taken *t;
+
+	assert_true(l->n < l->cap);
+	assert_true(len < sizeof(t->text) && n_fds <= 4);
+	t = &l->v[l->n++];
+	memcpy(t->text, msg, len);
+	t->text[len] = '\0';
+	memcpy(t->fds, fds, n_fds * sizeof(int));
+	t->n_fds = n_fds;
+	return 0;
+}
+
+/* n messages of two sockets each: the daemon's ends sent, the peers' ends kept in peers[]. */
 static void send_pairs(struct fd_carrier *c, int n, int *peers)
 {
-	char name[64];
-	int i, a[2], b[2];
+	char text[64];
+	int i, a[2], b[2], fds[2];
 
 	for (i = 0; i < n; i++) {
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
-		snprintf(name, sizeof(name), "%d.%d.0.sec.tion", i + 1, i);
-		assert_int_equal(fd_carrier_send_pair(c, a[0], b[0], name), 0);
+		snprintf(text, sizeof(text), "pair %d", i);
+		fds[0] = a[0];
+		fds[1] = b[0];
+		assert_int_equal(fd_carrier_send(c, text, strlen(text), fds, 2), 0);
 		/* Sent: the carrier holds its own reference, as after the daemon's exit. */
 		close(a[0]);
 		close(b[0]);
@@ -62,153 +91,128 @@ static void send_pairs(struct fd_carrier *c, int n, int *peers)
 	}
 }
 
-/* The socket in entry e is the other end of peer: a byte written there arrives. */
-static void assert_same_socket(const struct passed_fd *e, int peer)
+/* fd is the other end of peer: a byte written there arrives. */
+static void assert_same_socket(int fd, int peer)
 {
 	char c = 0;
 
-	assert_true(e->fd >= 0);
-	assert_int_equal(write(e->fd, "x", 1), 1);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "x", 1), 1);
 	assert_int_equal(read(peer, &c, 1), 1);
 	assert_int_equal(c, 'x');
+}
+
+/* Each message back, in order, the very sockets; then everything closed. */
+static void check_pairs(struct taken_list *l, int n, int *peers)
+{
+	char want[64];
+	int i;
+
+	assert_int_equal(l->n, n);
+	for (i = 0; i < n; i++) {
+		snprintf(want, sizeof(want), "pair %d", i);
+		assert_string_equal(l->v[i].text, want);
+		assert_int_equal(l->v[i].n_fds, 2);
+		assert_same_socket(l->v[i].fds[0], peers[2 * i]);
+		assert_same_socket(l->v[i].fds[1], peers[2 * i + 1]);
+		close(l->v[i].fds[0]);
+		close(l->v[i].fds[1]);
+		close(peers[2 * i]);
+		close(peers[2 * i + 1]);
+	}
 }
 
 static void test_pairs_come_back_in_order(void **state)
 {
 	enum { N = 3000 };
 	static int peers[2 * N];
+	static struct taken v[N];
+	struct taken_list l = {.v = v, .cap = N};
+	unsigned int bad = 9;
 	struct fd_carrier c;
-	char want[64];
-	size_t first;
-	int i;
+	size_t i;
 
 	(void)state;
-	fd_carrier_init(&c, fake_store);
+	fd_carrier_init(&c, fake_store, 0);
 	send_pairs(&c, N, peers);
 	fd_carrier_finish(&c);
 	assert_int_equal(c.carried, N);
 	assert_true(c.n >= 1);
-	first = store_table.n;
-	assert_int_equal(first, c.n);
-	assert_int_equal(fd_carrier_unpack(&store_table), N);
-	assert_int_equal(store_table.n, first + 2 * N);
-	for (i = 0; i < (int)first; i++) {
+	assert_int_equal(store_table.n, c.n);
+	assert_int_equal(fd_carrier_unpack(&store_table, take, &l, &bad), N);
+	assert_int_equal(bad, 0);
+	for (i = 0; i < store_table.n; i++) {
 		assert_int_equal(store_table.v[i].fd, -1); /* read and closed */
 		assert_non_null(strstr(store_table.v[i].name, FD_CARRIER_PREFIX));
 	}
-	for (i = 0; i < N; i++) {
-		const struct passed_fd *cl = &store_table.v[first + 2 * i];
-		const struct passed_fd *tg = &store_table.v[first + 2 * i + 1];
-
-		snprintf(want, sizeof(want), "vsm-pair.%d.%d.0.c.sec.tion", i + 1, i);
-		assert_string_equal(cl->name, want);
-		want[strlen("vsm-pair.") + strlen(want + strlen("vsm-pair.")) - strlen("c.sec.tion")] =
-		    't';
-		assert_string_equal(tg->name, want);
-		assert_true(cl->carried && tg->carried);
-		assert_true(passed_fd_stored(cl));
-		assert_same_socket(cl, peers[2 * i]);
-		assert_same_socket(tg, peers[2 * i + 1]);
-		close(peers[2 * i]);
-		close(peers[2 * i + 1]);
-	}
+	check_pairs(&l, N, peers);
 	passed_fds_release(&store_table);
 }
 
 /*
  * A carrier's buffer is what the kernel allows: without CAP_NET_ADMIN (the user-space data
  * path drops it) at most 2 * wmem_max, 416 KiB on a stock kernel. Full carriers make way for
- * new ones, and every pair still comes back, in order. A 64 KiB buffer stands in for that.
+ * new ones, and every message still comes back, in order. A 64 KiB buffer stands in for that.
+ * The names go on from the number given (a start that gives back what it took).
  */
 static void test_carriers_roll_over(void **state)
 {
 	enum { N = 1000 };
 	static int peers[2 * N];
+	static struct taken v[N];
+	struct taken_list l = {.v = v, .cap = N};
 	struct fd_carrier c;
-	int i;
+	unsigned int bad;
 
 	(void)state;
-	fd_carrier_init(&c, fake_store);
+	fd_carrier_init(&c, fake_store, 5);
 	c.sndbuf = 64 * 1024;
 	send_pairs(&c, N, peers);
 	fd_carrier_finish(&c);
 	assert_int_equal(c.carried, N);
 	assert_true(c.n >= 3);
-	assert_int_equal(fd_carrier_unpack(&store_table), N);
-	assert_int_equal(store_table.n, c.n + 2 * N);
-	for (i = 0; i < N; i++) {
-		assert_same_socket(&store_table.v[c.n + 2 * i], peers[2 * i]);
-		assert_same_socket(&store_table.v[c.n + 2 * i + 1], peers[2 * i + 1]);
-		close(peers[2 * i]);
-		close(peers[2 * i + 1]);
-	}
+	assert_string_equal(store_table.v[0].name, FD_CARRIER_PREFIX "5");
+	assert_int_equal(fd_carrier_next_name(&store_table), 5 + c.n);
+	assert_int_equal(fd_carrier_unpack(&store_table, take, &l, &bad), N);
+	check_pairs(&l, N, peers);
 	passed_fds_release(&store_table);
 }
 
-/* A carrier that cannot be stored: the pair does not travel, and says why. */
+/* A carrier that cannot be stored: nothing travels, and the caller hears why. */
 static void test_store_refused(void **state)
 {
 	struct fd_carrier c;
 	int a[2];
 
 	(void)state;
-	fd_carrier_init(&c, failing_store);
+	fd_carrier_init(&c, failing_store, 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
-	assert_int_equal(fd_carrier_send_pair(&c, a[0], a[1], "1.0.0.s"), -ENOSPC);
+	assert_int_equal(fd_carrier_send(&c, "x", 1, a, 2), -ENOSPC);
 	assert_int_equal(c.carried, 0);
+	/* A message of no bytes would read as the end: refused before it is sent. */
+	assert_int_equal(fd_carrier_send(&c, "", 0, a, 2), -EINVAL);
 	fd_carrier_finish(&c);
 	close(a[0]);
 	close(a[1]);
-}
-
-/* A message that is not a pair (one fd, or a name without its dots) is closed, not taken. */
-static void test_malformed_messages(void **state)
-{
-	char buf[CMSG_SPACE(sizeof(int))] = {};
-	struct iovec iov = {.iov_base = "7.1.0.s", .iov_len = 8};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			    .msg_controllen = sizeof(buf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	struct fd_carrier c;
-	int sv[2], a[2];
-
-	(void)state;
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &a[0], sizeof(int));
-	assert_int_equal(sendmsg(sv[0], &mh, 0), 8); /* one fd */
-	fd_carrier_init(&c, fake_store);
-	assert_int_equal(fd_carrier_send_pair(&c, a[0], a[0], "no-dots"), 0);
-	fd_carrier_finish(&c);
-	assert_int_equal(passed_fds_add(&store_table, sv[1], strdup(FD_CARRIER_PREFIX "9"), false),
-			 0);
-	close(sv[0]);
-	close(a[0]);
-	assert_int_equal(fd_carrier_unpack(&store_table), 0);
-	/* Both sent copies of a[0] are closed: its peer sees EOF. */
-	assert_int_equal(read(a[1], buf, 1), 0);
-	close(a[1]);
-	passed_fds_release(&store_table);
 }
 
 /*
  * A message of no bytes that carries fds: recvmsg() returns 0 for it as for the end of the
- * carrier. Its fds are closed, not left open in the daemon, and the pair after it still
- * comes back.
+ * carrier. Its fds are closed, not left open in the daemon, it counts as bad, and the message
+ * after it still comes back.
  */
 static void test_empty_message_with_fds(void **state)
 {
 	char buf[CMSG_SPACE(2 * sizeof(int))] = {};
 	struct iovec iov = {.iov_base = "", .iov_len = 0};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
-			    .msg_controllen = sizeof(buf)};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	int sv[2], a[2], peers[2], fds[2];
+	struct taken v[2];
+	struct taken_list l = {.v = v, .cap = 2};
 	struct fd_carrier c;
-	size_t first;
+	unsigned int bad;
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
@@ -220,24 +224,52 @@ static void test_empty_message_with_fds(void **state)
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
 	assert_int_equal(sendmsg(sv[0], &mh, 0), 0);
 	close(a[0]);
-	/* Then a good pair, in the same carrier: this test's store hands it sv[0]. */
-	assert_int_equal(passed_fds_add(&store_table, sv[1], strdup(FD_CARRIER_PREFIX "0"), false),
-			 0);
-	first = store_table.n;
-	fd_carrier_init(&c, fake_store);
+	/* Then a good message, in the same carrier. */
+	assert_int_equal(passed_fds_add(&store_table, sv[1], strdup(FD_CARRIER_PREFIX "0")), 0);
+	fd_carrier_init(&c, fake_store, 0);
 	c.send_fd = sv[0];
 	send_pairs(&c, 1, peers);
 	fd_carrier_finish(&c);
-	assert_int_equal(fd_carrier_unpack(&store_table), 1);
-	assert_int_equal(store_table.n, first + 2);
-	assert_same_socket(&store_table.v[first], peers[0]);
-	assert_same_socket(&store_table.v[first + 1], peers[1]);
-	close(peers[0]);
-	close(peers[1]);
+	assert_int_equal(fd_carrier_unpack(&store_table, take, &l, &bad), 1);
+	assert_int_equal(bad, 1);
+	check_pairs(&l, 1, peers);
 	passed_fds_release(&store_table);
 	/* Both received copies of a[0] are closed: its peer sees EOF. */
 	assert_int_equal(read(a[1], buf, 1), 0);
 	close(a[1]);
+}
+
+/* A message longer than a reader takes is cut short: its fds closed, counted as bad. */
+static void test_oversized_message(void **state)
+{
+	static char big[FD_CARRIER_MSG_MAX + 100];
+	struct iovec iov = {.iov_base = big, .iov_len = sizeof(big)};
+	char buf[CMSG_SPACE(sizeof(int))] = {};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof(buf)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	struct taken v[1];
+	struct taken_list l = {.v = v, .cap = 1};
+	unsigned int bad;
+	int sv[2], a[2];
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &a[0], sizeof(int));
+	assert_int_equal(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(big));
+	close(a[0]);
+	close(sv[0]);
+	assert_int_equal(passed_fds_add(&store_table, sv[1], strdup(FD_CARRIER_PREFIX "0")), 0);
+	assert_int_equal(fd_carrier_unpack(&store_table, take, &l, &bad), 0);
+	assert_int_equal(bad, 1);
+	assert_int_equal(read(a[1], buf, 1), 0);
+	close(a[1]);
+	passed_fds_release(&store_table);
 }
 
 int main(void)
@@ -247,8 +279,8 @@ int main(void)
 	    cmocka_unit_test(test_pairs_come_back_in_order),
 	    cmocka_unit_test(test_carriers_roll_over),
 	    cmocka_unit_test(test_store_refused),
-	    cmocka_unit_test(test_malformed_messages),
 	    cmocka_unit_test(test_empty_message_with_fds),
+	    cmocka_unit_test(test_oversized_message),
 	};
 
 	/* 3000 pairs are 12,000 sockets at the peak; root may raise the hard limit too. */

@@ -199,10 +199,21 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	fd = address_is_stream_listener(&rc->listen)
 		 ? passed_fds_take_name(l->env->passed, STORED_LISTENER_PREFIX, rc->name)
 		 : -ENOENT;
+	/* Bound by the previous instance: the file at the path now is taken as its. */
+	if (fd >= 0 && address_has_file(&rc->listen) &&
+	    socket_file_identify(rc->listen.path, &l->file)) {
+		/*
+		 * Nobody can connect to it any more: its file was removed since. A new socket in
+		 * its place; the stored one stays in the fd store until the start succeeds.
+		 */
+		log_fields(LOG_NOTICE, ctx,
+			   "[%s] %s: the listening socket handed over has no socket file any more; "
+			   "binding a new one",
+			   rc->name, l->where);
+		fd = safe_close(fd);
+	}
 	if (fd >= 0) {
 		l->adopted = true;
-		/* Bound by the previous instance: the file at the path now is taken as its. */
-		socket_file_identify(rc->listen.path, &l->file);
 		return fd;
 	}
 	fd = address_has_file(&rc->listen)

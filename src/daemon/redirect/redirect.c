@@ -13,7 +13,6 @@
 #include "log.h"
 #include "redirect.h"
 #include "redirect_internal.h"
-#include "redirect_settle.h"
 #include "sockopt.h"
 #include "target_connect.h"
 #include "util.h"
@@ -83,13 +82,23 @@ void redirect_free(struct redirect *r)
 	redirect_enter(r, REDIRECT_FREED);
 	redirect_table_remove(&r->env->redirects, &r->live);
 	sd_event_source_disable_unref(r->timer);
-	/* A handed-over pair keeps its entries for the next instance. */
+	/*
+	 * A handed-over pair keeps its entries, its hold socket's and its injector's for the
+	 * next instance, which holds their descriptors too: only this instance's copies close.
+	 */
 	if (!handed_over)
 		remove_map_entries(r);
 	redirect_events_forget(r);
 	for (i = 0; i < 2; i++) {
-		dir_inject_close(r, i);
-		dir_hold_close(r, i);
+		if (!handed_over) {
+			dir_inject_close(r, i);
+			dir_hold_close(r, i);
+		}
+		safe_close(r->dir[i].inject_fd);
+		safe_close(r->dir[i].inject_peer);
+		safe_close(r->dir[i].hold_fd);
+		safe_close(r->dir[i].hold_peer);
+		safe_close(r->dir[i].carry_fd);
 		safe_close(r->ep[i].fd);
 		safe_close(r->dir[i].pipe[0]);
 		safe_close(r->dir[i].pipe[1]);
@@ -287,7 +296,7 @@ bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec
 	uint64_t moved;
 	int outq[2];
 
-	if (r->phase != PHASE_RUNNING && r->phase != PHASE_SETTLING)
+	if (r->phase != PHASE_RUNNING)
 		return false;
 	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
 	if (r->has_slot && !dataplane_counted(r->env->dp, r->slot, CLIENT))
@@ -373,9 +382,8 @@ static void read_client_identity(struct redirect *r)
 	r->comm[n > 0 ? n : 0] = '\0';
 }
 
-/* A redirect on the daemon's list, owning both fds (closed here without memory). */
-static struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
-				     bool userspace, uint64_t id, int client_fd, int target_fd)
+struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
+			      bool userspace, uint64_t id, int client_fd, int target_fd)
 {
 	struct redirect *r;
 	int i;
@@ -397,6 +405,7 @@ static struct redirect *redirect_new(struct redirect_env *env, const struct redi
 		r->dir[i].pipe[0] = r->dir[i].pipe[1] = -1;
 		r->dir[i].inject_fd = r->dir[i].inject_peer = -1;
 		r->dir[i].hold_fd = r->dir[i].hold_peer = -1;
+		r->dir[i].carry_fd = -1;
 	}
 	redirect_table_add(&env->redirects, &r->live, r, id);
 	owner->ops->redirect_opened(owner->l);
@@ -435,108 +444,5 @@ int redirect_start(struct redirect_env *env, const struct redirect_owner *owner,
 fail:
 	/* Handled here: the client is told by the close, the log says why. */
 	redirect_fail(r, err, "connect");
-	return 0;
-}
-
-/* ---- restart without loss (handover.c) ---- */
-
-bool redirect_settle(struct redirect *r, const char **why)
-{
-	const struct direction *c = &r->dir[CLIENT], *t = &r->dir[TARGET];
-	struct settle_view v;
-
-	*why = NULL;
-	if (r->phase == PHASE_CONNECTING || redirect_phase_closing(r->phase) ||
-	    r->ep[CLIENT].hup || r->ep[TARGET].hup) {
-		*why = r->phase == PHASE_CONNECTING ? "still connecting" : "closing";
-		return false;
-	}
-	if (r->phase != PHASE_SETTLING) {
-		redirect_enter(r, REDIRECT_SETTLE);
-		redirect_update_io(r);
-	}
-	v = (struct settle_view){
-	    .userspace = r->userspace,
-	    .client = c->state,
-	    .target = t->state,
-	    .client_mapped = r->ep[CLIENT].in_map,
-	    .left_behind = c->left_behind != 0,
-	    .client_pending = dir_pending(c),
-	    .target_pending = dir_pending(t),
-	    .gate_settled = !r->userspace && c->state != DIR_DONE &&
-			    gate_settled(dataplane_gate(r->env->dp, r->slot, CLIENT), c->held_taken),
-	};
-	*why = settle_blocker(&v);
-	return !*why;
-}
-
-void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
-			    int *client_fd, int *target_fd)
-{
-	*id = r->id;
-	*slot = r->userspace ? REDIRECT_SLOT_USERSPACE : r->slot;
-	/* Our hold socket closes with us: from here the verdict passes up what it holds. */
-	if (!r->userspace)
-		__atomic_store_n(&dataplane_gate(r->env->dp, r->slot, CLIENT)->hold_cookie, 0,
-				 __ATOMIC_RELEASE);
-	*half = settle_half(r->dir[CLIENT].state, r->dir[TARGET].state);
-	*client_fd = r->ep[CLIENT].fd;
-	*target_fd = r->ep[TARGET].fd;
-}
-
-void redirect_mark_handed_over(struct redirect *r)
-{
-	if (r->dir[CLIENT].state == DIR_DRAINING)
-		redirect_log(r, LOG_DEBUG,
-			     "handed over while the client's half-close drains: the next instance "
-			     "passes it on");
-	redirect_enter(r, REDIRECT_HANDED_OVER);
-}
-
-bool redirect_adopted(const struct redirect *r)
-{
-	return r->adopted;
-}
-
-int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
-		   uint32_t slot, unsigned int half, int client_fd, int target_fd,
-		   const uint64_t cookie[2])
-{
-	struct vsockmap_gate *gate;
-	struct redirect *r;
-	int i;
-
-	/* userspace: set below, from how the previous instance carried it */
-	r = redirect_new(env, owner, false, id, client_fd, target_fd);
-	if (!r)
-		return -ENOMEM;
-	r->adopted = true;
-	if (slot == REDIRECT_SLOT_USERSPACE) {
-		/* Carried in user space before: nothing in the maps, the daemon copies both ways.
-		 */
-		r->userspace = true;
-		redirect_enter(r, REDIRECT_CONNECTED);
-		r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_COPY;
-		r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
-		redirect_step(r);
-		return 0;
-	}
-	/* As the previous instance left it: settled (redirect_settle()), slot reserved. */
-	r->userspace = false; /* in the maps, whatever the section says now */
-	r->slot = slot;
-	r->has_slot = true;
-	r->linked = true;
-	r->ep[CLIENT].in_map = r->ep[TARGET].in_map = true;
-	for (i = 0; i < 2; i++)
-		r->ep[i].cookie = cookie[i];
-	redirect_enter(r, REDIRECT_CONNECTED);
-	gate = dataplane_gate(env->dp, slot, CLIENT);
-	r->dir[CLIENT].held_taken = gate_held(gate);
-	/* The previous instance's hold socket closed with it: this one makes its own. */
-	__atomic_store_n(&gate->hold_cookie, 0, __ATOMIC_RELEASE);
-	r->dir[CLIENT].state = half & REDIRECT_HALF_CLIENT ? DIR_DONE : DIR_OPEN;
-	r->dir[TARGET].state = half & REDIRECT_HALF_TARGET ? DIR_DONE : DIR_COPY;
-	redirect_log(r, LOG_DEBUG, "taken back from the previous instance");
-	redirect_step(r);
 	return 0;
 }

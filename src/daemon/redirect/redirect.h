@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <systemd/sd-event.h>
 
-#include "redirect_settle.h" /* REDIRECT_HALF_* */
+#include "redirect_record.h"
 #include "redirect_table.h"
 #include "traffic.h"
 #include "vsockmap.h"
@@ -144,28 +144,32 @@ void redirect_get_traffic(struct redirect *r, struct traffic *moved);
 struct listener *redirect_listener(struct redirect *r);
 
 /*
- * Restart without loss (handover.c). Settle: stop reading the target and report whether the
- * pair can be handed over now (the kernel carries client to target with nothing held, or the
- * client's half-close waits only on the kernel's backlog, and the daemon has written out all
- * it read from the target; redirect_settle.c decides). Call again until true; why says what
- * it still waits for.
+ * Restart without loss (redirect_handover.c, for handover.c): a redirect goes to the next
+ * instance at once, whatever it is doing, as a record (redirect_record.h) and the descriptors
+ * that hold its bytes.
  */
-bool redirect_settle(struct redirect *r, const char **why);
 /* The slot of a pair carried in user space, which has none in the maps. */
 #define REDIRECT_SLOT_USERSPACE VSOCKMAP_MAX_REDIRECTS
-void redirect_handover_info(struct redirect *r, uint64_t *id, uint32_t *slot, unsigned int *half,
-			    int *client_fd, int *target_fd);
-/* Its sockets are in systemd's fd store: closing it leaves the maps alone. */
+/*
+ * r as a record and its descriptors: rec->fds says which travel, fds[] holds them in their
+ * RECORD_FD_* places (-1 elsewhere), still r's. The bytes the daemon holds go into a memfd r
+ * keeps until it is freed. r runs on unchanged, should the hand-over fail. 0 or -errno.
+ */
+int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[RECORD_NR_FDS]);
+/* Its record and descriptors went to the next instance: this one touches none of it again. */
 void redirect_mark_handed_over(struct redirect *r);
+/* Marked so: redirect_free() closes only this instance's copies of its descriptors. */
+bool redirect_handed_over(const struct redirect *r);
 /* Taken back from a previous instance: its sockets were made in another cgroup. */
 bool redirect_adopted(const struct redirect *r);
 /*
- * Take back a settled pair from the previous instance; cookie: its sockets' (read by the
- * caller; unused for REDIRECT_SLOT_USERSPACE). Takes both fds. 0, or -ENOMEM with both fds
+ * Build back the redirect a record describes, from its descriptors (fds[] in RECORD_FD_*
+ * places, -1 for those it does not name), and step it; cookie: its sockets' (read by the
+ * caller; unused for REDIRECT_SLOT_USERSPACE). Takes every fd. 0, or -errno with every fd
  * closed and nothing else done: its slot and the owner (a placeholder) stay the caller's.
  */
-int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner, uint64_t id,
-		   uint32_t slot, unsigned int half, int client_fd, int target_fd,
+int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
+		   const struct redirect_record *rec, int fds[RECORD_NR_FDS],
 		   const uint64_t cookie[2]);
 
 #endif

@@ -293,6 +293,52 @@ again:
 	return n;
 }
 
+int dir_pipe_into_buf(struct direction *dir)
+{
+	size_t held = dir->buf_len - dir->buf_off, want = held + dir->in_pipe;
+	ssize_t n;
+	int err;
+
+	if (!dir->in_pipe)
+		return 0;
+	err = dir_buf_reserve(dir, want);
+	if (err)
+		return err;
+	while (dir->in_pipe) {
+		n = read(dir->pipe[0], dir->buf + dir->buf_len, dir->in_pipe);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		dir->buf_len += (size_t)n;
+		dir->in_pipe -= (size_t)n;
+	}
+	return 0;
+}
+
+int dir_buf_reserve(struct direction *dir, size_t want)
+{
+	size_t held = dir->buf_len - dir->buf_off, size;
+	char *buf;
+
+	if (dir->buf && dir->buf_size >= want) {
+		memmove(dir->buf, dir->buf + dir->buf_off, held);
+		dir->buf_off = 0;
+		dir->buf_len = held;
+		return 0;
+	}
+	size = want > SYNC_BUF_SIZE ? want : SYNC_BUF_SIZE;
+	buf = malloc(size);
+	if (!buf)
+		return -ENOMEM;
+	if (held && dir->buf)
+		memcpy(buf, dir->buf + dir->buf_off, held);
+	free(dir->buf);
+	dir->buf = buf;
+	dir->buf_size = size;
+	dir->buf_off = 0;
+	dir->buf_len = held;
+	return 0;
+}
+
 /*
  * The daemon's own direction: copy until EOF, then pass the half-close on. Out of the target
  * it splices: the target is never a verdict source, so its own queue holds all its data
@@ -304,13 +350,6 @@ void dir_copy(struct redirect *r, int src)
 	struct direction *dir = &r->dir[src];
 	struct endpoint *dst = &r->ep[1 - src];
 	ssize_t n;
-
-	if (r->phase == PHASE_SETTLING && source_never_mapped(r, src)) {
-		/* Restarting: deliver what the daemon holds; the rest waits in the target. */
-		if (flush_buf(r, src))
-			splice_flush(r, src);
-		return;
-	}
 
 	do {
 		n = -EOPNOTSUPP;

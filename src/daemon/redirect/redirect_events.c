@@ -141,8 +141,7 @@ int redirect_update_io(struct redirect *r)
 		} else {
 			if ((out->state == DIR_SYNC || out->state == DIR_COPY ||
 			     out->state == DIR_CATCHUP) &&
-			    !dir_pending(out) && !out->sync_held_back &&
-			    !(r->phase == PHASE_SETTLING && source_never_mapped(r, i)))
+			    !dir_pending(out) && !out->sync_held_back)
 				ev |= EPOLLIN | EPOLLRDHUP;
 			if (out->state == DIR_OPEN || out->state == DIR_SWEEP ||
 			    out->state == DIR_UNHASHED)

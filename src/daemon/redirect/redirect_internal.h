@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A redirect's insides, shared by the files of one stream redirect and nothing else:
- *   redirect.c             its life: set-up, counters, close on request, restart hand-over
+ *   redirect.c             its life: set-up, counters, close on request
+ *   redirect_handover.c    a restart: its state and descriptors to the next instance, and back
  *   redirect_phase.c       the transition tables of the phase and of each direction
  *   redirect_step.c        one step: both endpoints looked at, each direction moved on;
  *                          every transition applied (redirect_enter(), dir_enter())
@@ -110,6 +111,7 @@ struct direction {
 	bool inject_error_logged; /* an injector that could not be opened was logged */
 	bool hold_error_logged;	  /* a hold socket that could not be made was logged */
 	bool insert_error_logged; /* an insert that failed while injecting was logged */
+	int carry_fd; /* a restart: the memfd that carries the pending bytes (redirect_handover.c) */
 };
 
 struct redirect {
@@ -180,6 +182,10 @@ static inline uint64_t loop_tick(struct redirect *r)
 
 /* ---- redirect.c ---- */
 
+/* A redirect on the daemon's list, owning both fds (closed here without memory). */
+struct redirect *redirect_new(struct redirect_env *env, const struct redirect_owner *owner,
+			      bool userspace, uint64_t id, int client_fd, int target_fd);
+
 /* The target is connected: join the pair in the maps, then step. */
 void redirect_connected(struct redirect *r);
 /* Set-up failed: say why, count it, close the client. */
@@ -211,6 +217,11 @@ void dir_sweep(struct redirect *r, int src);		 /* DIR_SWEEP */
 void dir_catchup(struct redirect *r, int src);		 /* DIR_CATCHUP */
 void dir_drain(struct redirect *r, int src);		 /* DIR_DRAINING */
 void dir_unhashed(struct redirect *r, int src);		 /* DIR_UNHASHED */
+/*
+ * DIR_OPEN, just inserted or taken back: bytes already in the source's own queue were left
+ * behind (they move on only as the client sends): watch them. Returns how many, or 0.
+ */
+int dir_watch_left_behind(struct redirect *r, int src);
 /* For the idle timeout: changes whenever the verdict runs or the kernel's backlog toward a
  * reader changes (queue probe only). */
 uint64_t redirect_kernel_activity(struct redirect *r);
@@ -268,5 +279,9 @@ char *dir_buf(struct direction *dir);
 ssize_t forward_some(struct redirect *r, int src);
 /* DIR_COPY: copy until EOF (splice() where the source allows), then pass the half-close on. */
 void dir_copy(struct redirect *r, int src);
+/* Room for want bytes in the direction's buffer, what it holds moved to its start. 0 or -errno. */
+int dir_buf_reserve(struct direction *dir, size_t want);
+/* What the splice pipe holds, after what the buffer holds: all in the buffer. 0 or -errno. */
+int dir_pipe_into_buf(struct direction *dir);
 
 #endif

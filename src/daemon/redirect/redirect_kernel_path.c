@@ -102,14 +102,24 @@ insert:
 	ep->in_map = true;
 	dir_inject_close(r, src); /* its bytes are in the target's backlog, before the client's */
 	dir_enter(r, src, DIR_INSERTED);
-	n = socket_inq(ep->fd);
+	n = dir_watch_left_behind(r, src);
 	if (n > 0) {
 		r->env->late_inserts++;
-		dir->left_behind = n;
-		dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
-		dir->left_check_usec = now_usec() + STALL_USEC;
 		redirect_log(r, LOG_DEBUG, "%zd bytes arrived during the insert", n);
 	}
+}
+
+int dir_watch_left_behind(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	int n = socket_inq(r->ep[src].fd);
+
+	if (n <= 0)
+		return 0;
+	dir->left_behind = n;
+	dir->left_verdicts = UINT64_MAX; /* the first check only takes the count */
+	dir->left_check_usec = now_usec() + STALL_USEC;
+	return n;
 }
 
 /* The gate of direction src closes: from now on the verdict holds what it sees. */

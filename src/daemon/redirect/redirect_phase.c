@@ -14,6 +14,7 @@ static const unsigned char phase_table[NR_REDIRECT_PHASES][NR_REDIRECT_EVENTS] =
     [PHASE_CONNECTING] =
 	{
 	    [REDIRECT_CONNECTED] = TO(PHASE_RUNNING),
+	    [REDIRECT_HANDED_OVER] = TO(PHASE_HANDED_OVER),
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
 	},
     [PHASE_RUNNING] =
@@ -21,16 +22,6 @@ static const unsigned char phase_table[NR_REDIRECT_PHASES][NR_REDIRECT_EVENTS] =
 	    [REDIRECT_PEER_GONE] = TO(PHASE_CLOSING),
 	    [REDIRECT_CLOSE_REQUESTED] = TO(PHASE_STOPPING),
 	    [REDIRECT_IDLE_TIMEOUT] = TO(PHASE_IDLE_CLOSING),
-	    [REDIRECT_SETTLE] = TO(PHASE_SETTLING),
-	    [REDIRECT_FREED] = TO(PHASE_FREED),
-	},
-    /* A pair that starts to close while it settles is not handed over (redirect_settle()). */
-    [PHASE_SETTLING] =
-	{
-	    [REDIRECT_PEER_GONE] = TO(PHASE_CLOSING),
-	    [REDIRECT_CLOSE_REQUESTED] = TO(PHASE_STOPPING),
-	    [REDIRECT_IDLE_TIMEOUT] = TO(PHASE_IDLE_CLOSING),
-	    [REDIRECT_SETTLE] = TO(PHASE_SETTLING),
 	    [REDIRECT_HANDED_OVER] = TO(PHASE_HANDED_OVER),
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
 	},
@@ -39,24 +30,24 @@ static const unsigned char phase_table[NR_REDIRECT_PHASES][NR_REDIRECT_EVENTS] =
 	{
 	    [REDIRECT_PEER_GONE] = TO(PHASE_CLOSING),
 	    [REDIRECT_CLOSE_REQUESTED] = TO(PHASE_STOPPING),
-	    [REDIRECT_SETTLE] = TO(PHASE_CLOSING),
+	    [REDIRECT_HANDED_OVER] = TO(PHASE_HANDED_OVER),
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
 	},
     [PHASE_STOPPING] =
 	{
 	    [REDIRECT_PEER_GONE] = TO(PHASE_STOPPING),
 	    [REDIRECT_CLOSE_REQUESTED] = TO(PHASE_STOPPING),
-	    [REDIRECT_SETTLE] = TO(PHASE_STOPPING),
+	    [REDIRECT_HANDED_OVER] = TO(PHASE_HANDED_OVER),
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
 	},
     [PHASE_IDLE_CLOSING] =
 	{
 	    [REDIRECT_PEER_GONE] = TO(PHASE_IDLE_CLOSING),
 	    [REDIRECT_CLOSE_REQUESTED] = TO(PHASE_IDLE_CLOSING),
-	    [REDIRECT_SETTLE] = TO(PHASE_IDLE_CLOSING),
+	    [REDIRECT_HANDED_OVER] = TO(PHASE_HANDED_OVER),
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
 	},
-    /* Its sockets belong to the next instance now: nothing of this one touches them. */
+    /* Its descriptors belong to the next instance now: nothing of this one touches them. */
     [PHASE_HANDED_OVER] =
 	{
 	    [REDIRECT_FREED] = TO(PHASE_FREED),
@@ -132,7 +123,7 @@ const char *redirect_phase_name(enum redirect_phase p)
 {
 	static const char *const names[NR_REDIRECT_PHASES] = {
 	    [PHASE_CONNECTING] = "connecting",	 [PHASE_RUNNING] = "running",
-	    [PHASE_SETTLING] = "settling",	 [PHASE_CLOSING] = "closing",
+	    [PHASE_CLOSING] = "closing",
 	    [PHASE_STOPPING] = "stopping",	 [PHASE_IDLE_CLOSING] = "idle-closing",
 	    [PHASE_HANDED_OVER] = "handed-over", [PHASE_FREED] = "freed",
 	};
@@ -147,7 +138,6 @@ const char *redirect_event_name(enum redirect_event ev)
 	    [REDIRECT_PEER_GONE] = "peer gone",
 	    [REDIRECT_CLOSE_REQUESTED] = "close requested",
 	    [REDIRECT_IDLE_TIMEOUT] = "idle timeout",
-	    [REDIRECT_SETTLE] = "settle",
 	    [REDIRECT_HANDED_OVER] = "handed over",
 	    [REDIRECT_FREED] = "freed",
 	};

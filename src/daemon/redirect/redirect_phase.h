@@ -5,11 +5,10 @@
  * change of either goes through redirect_enter() or dir_enter() (redirect_step.c), which
  * look the change up here; a change the tables do not hold is a bug and aborts.
  *
- *   CONNECTING --connected--> RUNNING --settle--> SETTLING --handed over--> HANDED_OVER
- *                                |                   |
- *                                +-- peer gone ------+--> CLOSING (finish the other way)
- *                                +-- close requested -+--> STOPPING (deliver what is queued)
- *                                +-- idle timeout ----+--> IDLE_CLOSING (same, said so)
+ *   CONNECTING --connected--> RUNNING --peer gone--> CLOSING (finish the other way)
+ *                                |  \--close requested--> STOPPING (deliver what is queued)
+ *                                 \--idle timeout-------> IDLE_CLOSING (same, said so)
+ *   any phase but FREED --handed over--> HANDED_OVER (a restart: the next instance goes on)
  *   any phase --freed--> FREED
  *
  * A direction (indexed by its source endpoint):
@@ -30,11 +29,10 @@
 enum redirect_phase {
 	PHASE_CONNECTING,   /* dialling the target: no byte moves yet */
 	PHASE_RUNNING,	    /* both ways carried, each as its direction's state says */
-	PHASE_SETTLING,	    /* restart: the daemon reads the target no more, nothing is in flight */
 	PHASE_CLOSING,	    /* an endpoint is gone or broken: finish the other way, then close */
 	PHASE_STOPPING,	    /* close requested: deliver what is queued, read the target no more */
 	PHASE_IDLE_CLOSING, /* the same, asked by the idle timeout */
-	PHASE_HANDED_OVER,  /* in systemd's fd store: its map entries are the next instance's */
+	PHASE_HANDED_OVER,  /* the next instance's: this one touches none of it again */
 	PHASE_FREED,	    /* gone; its memory waits for the end of an events batch */
 	NR_REDIRECT_PHASES,
 };
@@ -44,8 +42,7 @@ enum redirect_event {
 	REDIRECT_PEER_GONE,	  /* an endpoint closed or broke, or a source ended for good */
 	REDIRECT_CLOSE_REQUESTED, /* `vsockmapctl close`, or the daemon stops */
 	REDIRECT_IDLE_TIMEOUT,	  /* no byte either way for idle-timeout */
-	REDIRECT_SETTLE,	  /* a restart asks it to settle before the hand-over */
-	REDIRECT_HANDED_OVER,	  /* both sockets are in systemd's fd store */
+	REDIRECT_HANDED_OVER,	  /* its record and descriptors went to the next instance */
 	REDIRECT_FREED,		  /* closed: both sockets, its slot and its map entries */
 	NR_REDIRECT_EVENTS,
 };

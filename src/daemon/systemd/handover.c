@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Restart without loss. On "systemctl restart" (and only then: a stop drains, see
- * systemd_job.c) the daemon stops accepting, lets every redirect settle (nothing held in
- * the daemon, the kernel carrying client to target), and hands to systemd's fd store
- * (FDSTORE=1, FDNAME=) every listener it created, both sockets of every settled redirect,
- * and the maps of its BPF object. While no daemon runs, the kernel goes on redirecting client
- * to target (DESIGN fact 7): the maps keep their programs and the sockets stay in them, since
- * systemd holds a reference to each. Target to client waits in the target's receive queue.
- * New clients wait in the listen backlog.
+ * Restart without loss. systemd sends RestartKillSignal= (SIGUSR2, in the unit) for a restart
+ * job and KillSignal= (SIGTERM) for a stop, so the daemon knows which without asking. On a
+ * restart it stops accepting and, at once, hands to systemd's fd store (FDSTORE=1, FDNAME=)
+ * every listener it created, every redirect whatever it is doing (redirect_handover.c: a
+ * record and the descriptors that hold its bytes, in carriers, fd_carrier.h), and the maps
+ * of its BPF object; then it exits. Nothing waits for a slow reader. While no daemon runs,
+ * the kernel goes on redirecting client to target where it did (DESIGN fact 7): the maps
+ * keep their programs and the sockets stay in them, since the carriers hold a reference to
+ * each; what the daemon held waits in a memfd, target to client in the target's receive
+ * queue, new clients in the listen backlog.
  *
- * The next instance gets the fds back (LISTEN_FDS, LISTEN_FDNAMES), loads its object on top
- * of the stored maps, takes back the listeners and the redirects, and tells systemd to drop
- * what it stored (FDSTOREREMOVE=1): otherwise systemd's copy would keep a closed redirect's
- * sockets open.
+ * The next instance gets the fds back (LISTEN_FDS, LISTEN_FDNAMES), reads the redirects out
+ * of the carriers, opens everything else on top of what was stored (the maps, the
+ * listeners), and takes the redirects back last, once nothing can fail any more; then it
+ * tells systemd to drop what it stored (FDSTOREREMOVE=1): otherwise systemd's copy would keep
+ * a closed listener open. A start that fails before that gives the redirects back in a new
+ * carrier and leaves the rest in the store, so that the start after the fix finds all of it.
  *
  * Names, all starting "vsm-" (FDNAME= allows 255 printable characters, no ':' since
  * LISTEN_FDNAMES is colon-separated; systemd renames an invalid one "stored"):
  *   vsm-map.SHA.NAME               a map of the main object; SHA: its first 16 hex digits
  *   vsm-listen.SECTION             a listening socket the daemon created
- *   vsm-pair.ID.SLOT.HALF.c.SECTION  a redirect's client socket; "t": its target socket;
- *                                  HALF: which ways are already half-closed (redirect.h)
+ *   vsm-carrier.N                  a carrier: redirects, each one message
  *   vsm-probe.N                    the queue probe's cgroup link (N = 0), and those of
  *                                  earlier instances this one still needs (1, 2, ...)
+ *   vsm-pair.ID.SLOT.HALF.c.SECTION  read only: a redirect's client socket as a version
+ *                                  before carriers stored it ("t": its target socket)
  *
  * Why the probe links: the queue probe answers getsockopt() for sockets made in the cgroup it
  * is attached to, and systemd gives each start of the unit a new cgroup. A target socket the
@@ -34,9 +39,8 @@
  * end, and hands it on only while a redirect it took back is handed on too.
  *
  * Not handed over: UNIX-RECV sockets (closed and made again, so datagrams sent meanwhile
- * fail at the sender), listeners systemd passed by socket activation (the .socket unit keeps
- * them anyway), and a redirect that has not settled within HANDOVER_SETTLE_USEC (closed as
- * on a stop).
+ * fail at the sender), and listeners systemd passed by socket activation (the .socket unit
+ * keeps them anyway).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,13 +67,10 @@
 #include "log.h"
 #include "redirect.h"
 #include "sockopt.h"
-#include "systemd_job.h"
 #include "util.h"
 
-#define HANDOVER_SETTLE_USEC (3 * USEC_PER_SEC)
-#define HANDOVER_POLL_USEC   (5 * USEC_PER_MSEC)
-#define SHA_LEN		     16
-#define PAIR_NAME_LEN	     300
+#define SHA_LEN	      16
+#define PAIR_NAME_LEN 300
 
 /* Stored for us by the previous instance (the rest is socket activation's). */
 static bool stored(const struct daemon *d, size_t i)
@@ -80,6 +81,31 @@ static bool stored(const struct daemon *d, size_t i)
 static const char *stored_name(const struct daemon *d, size_t i)
 {
 	return d->passed.v[i].name;
+}
+
+static int store(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int store(int fd, const char *fmt, ...)
+{
+	char msg[320], name[256];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	/*
+	 * FDPOLL=0: systemd would otherwise drop an fd that reports EPOLLERR or EPOLLHUP. A BPF
+	 * map fd always reports EPOLLERR (bpf_map_poll() without map_poll).
+	 */
+	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
+	r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+	return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
+}
+
+static int store_named(int fd, const char *name)
+{
+	return store(fd, "%s", name);
 }
 
 int handover_map_fd(void *ctx, const char *name)
@@ -100,8 +126,7 @@ int handover_map_fd(void *ctx, const char *name)
 				log_warn(
 				    "the stored BPF maps belong to another build of the BPF object "
 				    "(sha256:%.16s, this one is sha256:%.16s): the redirects "
-				    "handed "
-				    "over are closed",
+				    "handed over on the kernel path are closed",
 				    p, VSOCKMAP_BPF_SHA256);
 			d->handover.sha_warned = true;
 			continue;
@@ -113,52 +138,209 @@ int handover_map_fd(void *ctx, const char *name)
 	return -ENOENT;
 }
 
-struct pair_name {
-	uint64_t id;
-	uint32_t slot;
-	unsigned int half; /* REDIRECT_HALF_* */
-	char end;	   /* 'c': the client socket, 't': the target socket */
-	const char *section;
+/* ---- the starting side: what was handed over ---- */
+
+static void pair_close(struct handed_pair *p)
+{
+	int i;
+
+	for (i = 0; i < RECORD_NR_FDS; i++)
+		p->fds[i] = safe_close(p->fds[i]);
+	free(p->raw);
+	p->raw = NULL;
+}
+
+static struct handed_pair *pair_append(struct handover_state *h)
+{
+	struct handed_pair *v;
+	size_t cap;
+	int i;
+
+	if (h->n_pairs == h->cap_pairs) {
+		cap = h->cap_pairs ? 2 * h->cap_pairs : 64;
+		v = reallocarray(h->pairs, cap, sizeof(*v));
+		if (!v)
+			return NULL;
+		h->pairs = v;
+		h->cap_pairs = cap;
+	}
+	v = &h->pairs[h->n_pairs++];
+	memset(v, 0, sizeof(*v));
+	for (i = 0; i < RECORD_NR_FDS; i++)
+		v->fds[i] = -1;
+	return v;
+}
+
+/* The descriptors of a message, in the order the record names them, into their places. */
+static void place_fds(struct handed_pair *p, int *fds)
+{
+	unsigned int k = 0;
+	int i;
+
+	for (i = 0; i < RECORD_NR_FDS; i++)
+		if (p->rec.fds & (1u << i))
+			p->fds[i] = fds[k++];
+}
+
+struct collect_ctx {
+	struct daemon *d;
+	unsigned int unreadable; /* a version this build does not read */
+	unsigned int malformed;
 };
 
-/* "vsm-pair.ID.SLOT.HALF.c.SECTION": 0, or -EINVAL for another name. */
-static int parse_pair(const char *name, struct pair_name *p)
+/* One carrier message: a redirect to take back, or one to close and say why. */
+static int take_message(void *ctx, const void *msg, size_t len, int *fds, unsigned int n_fds)
 {
-	int off = 0;
+	struct collect_ctx *c = ctx;
+	struct redirect_record rec;
+	struct handed_pair *p;
+	unsigned int version, i;
+	int err;
 
-	if (sscanf(name, "vsm-pair.%" SCNu64 ".%" SCNu32 ".%u.%c.%n", &p->id, &p->slot, &p->half,
-		   &p->end, &off) != 4 ||
-	    !off || (p->end != 'c' && p->end != 't') || p->slot > REDIRECT_SLOT_USERSPACE)
+	err = redirect_record_decode(msg, len, n_fds, &rec, &version);
+	if (err) {
+		if (err == -EPROTONOSUPPORT) {
+			log_warn("restart: a redirect handed over in format version %u, which this "
+				 "build does not read (it reads 0 and %d): closed",
+				 version, REDIRECT_RECORD_VERSION);
+			c->unreadable++;
+		} else {
+			c->malformed++;
+		}
+		for (i = 0; i < n_fds; i++)
+			safe_close(fds[i]);
+		return 0;
+	}
+	p = pair_append(&c->d->handover);
+	if (p)
+		p->raw = malloc(len);
+	if (!p || !p->raw) {
+		if (p)
+			c->d->handover.n_pairs--;
+		for (i = 0; i < n_fds; i++)
+			safe_close(fds[i]);
+		return -ENOMEM;
+	}
+	memcpy(p->raw, msg, len);
+	p->raw_len = len;
+	p->rec = rec;
+	place_fds(p, fds);
+	return 0;
+}
+
+/* "vsm-pair.ID.SLOT.HALF.c.SECTION": 0 with its end ('c' or 't'), or -EINVAL. */
+static int parse_stored_pair(const char *name, struct redirect_record *rec, char *end)
+{
+	char plain[PAIR_NAME_LEN];
+	int off = 0;
+	uint64_t id;
+	uint32_t slot;
+	unsigned int half;
+
+	if (sscanf(name, "vsm-pair.%" SCNu64 ".%" SCNu32 ".%u.%c.%n", &id, &slot, &half, end,
+		   &off) != 4 ||
+	    !off || (*end != 'c' && *end != 't'))
 		return -EINVAL;
-	p->section = name + off;
+	snprintf(plain, sizeof(plain), "%" PRIu64 ".%" PRIu32 ".%u.%s", id, slot, half, name + off);
+	return redirect_record_from_name(plain, rec);
+}
+
+/* The target stored with client entry i (right after it, as it was stored), taken; or -1. */
+static int stored_target(struct daemon *d, size_t client, uint64_t id)
+{
+	struct redirect_record rec;
+	size_t i, k;
+	char end;
+
+	for (k = 0; k < d->passed.n; k++) {
+		i = (client + 1 + k) % d->passed.n;
+		if (stored(d, i) && !parse_stored_pair(stored_name(d, i), &rec, &end) &&
+		    end == 't' && rec.id == id)
+			return passed_fds_take(&d->passed, i);
+	}
+	return -1;
+}
+
+/*
+ * Pairs a version before carriers put in the fd store itself (when a carrier failed): they
+ * join the list as version 0 records. They stay in the store until handover_finish().
+ */
+static int collect_stored_pairs(struct daemon *d)
+{
+	struct redirect_record rec;
+	struct handed_pair *p;
+	size_t i;
+	char end;
+	int tfd;
+
+	for (i = 0; i < d->passed.n; i++) {
+		if (!stored(d, i) || parse_stored_pair(stored_name(d, i), &rec, &end) || end != 'c')
+			continue;
+		tfd = stored_target(d, i, rec.id);
+		if (tfd < 0) {
+			log_warn("[%s] redirect %" PRIu64 " handed over without its target socket: "
+				 "closed",
+				 rec.section, rec.id);
+			safe_close(passed_fds_take(&d->passed, i));
+			continue;
+		}
+		p = pair_append(&d->handover);
+		if (!p) {
+			safe_close(tfd);
+			return -ENOMEM;
+		}
+		p->rec = rec;
+		p->fds[RECORD_FD_CLIENT] = passed_fds_take(&d->passed, i);
+		p->fds[RECORD_FD_TARGET] = tfd;
+	}
+	return 0;
+}
+
+int handover_collect(struct daemon *d)
+{
+	struct collect_ctx c = {.d = d};
+	unsigned int bad = 0;
+	int n;
+
+	n = fd_carrier_unpack(&d->passed, take_message, &c, &bad);
+	n = n < 0 ? n : collect_stored_pairs(d);
+	if (n < 0)
+		return log_errno(LOG_ERR, n,
+				 "restart: reading the redirects the previous instance "
+				 "handed over");
+	if (bad + c.malformed)
+		log_warn("restart: %u malformed messages in the carriers of the previous instance: "
+			 "those redirects close",
+			 bad + c.malformed);
+	if (d->handover.n_pairs)
+		log_info("restart: %zu redirect%s handed over by the previous instance",
+			 d->handover.n_pairs, d->handover.n_pairs == 1 ? "" : "s");
 	return 0;
 }
 
 void handover_reserve_ids(struct daemon *d)
 {
-	struct pair_name p;
 	size_t i;
 
-	for (i = 0; i < d->passed.n; i++)
-		if (stored(d, i) && !parse_pair(stored_name(d, i), &p))
-			redirect_table_reserve_id(&d->env.redirects, p.id);
+	for (i = 0; i < d->handover.n_pairs; i++)
+		redirect_table_reserve_id(&d->env.redirects, d->handover.pairs[i].rec.id);
 }
 
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 {
-	struct pair_name p;
+	const struct redirect_record *rec;
 	size_t i;
 	int err;
 
-	for (i = 0; i < d->passed.n; i++) {
-		if (!stored(d, i) || parse_pair(stored_name(d, i), &p) || p.end != 'c' ||
-		    p.slot == REDIRECT_SLOT_USERSPACE)
+	for (i = 0; i < d->handover.n_pairs; i++) {
+		rec = &d->handover.pairs[i].rec;
+		if (rec->slot == REDIRECT_SLOT_USERSPACE)
 			continue;
-		err = reserve(ctx, p.slot);
+		err = reserve(ctx, rec->slot);
 		if (err)
 			return log_errno(LOG_ERR, err,
 					 "taking back slot %" PRIu32 " of redirect %" PRIu64,
-					 p.slot, p.id);
+					 rec->slot, rec->id);
 	}
 	return 0;
 }
@@ -173,113 +355,86 @@ static struct listener *find_listener(struct daemon *d, const char *section)
 	return NULL;
 }
 
-static bool is_target_of(struct daemon *d, size_t i, uint64_t id)
-{
-	struct pair_name p;
-
-	return stored(d, i) && !parse_pair(stored_name(d, i), &p) && p.end == 't' && p.id == id;
-}
-
-/*
- * The target socket stored with redirect id, or -1. It comes right after its client (a
- * carrier's pairs, and the fd store keeps the order it was given): looked up there first, so
- * that taking back n pairs does not cost n times n lookups.
- */
-static int find_target(struct daemon *d, uint64_t id, size_t client)
-{
-	size_t i;
-
-	if (client + 1 < d->passed.n && is_target_of(d, client + 1, id))
-		return passed_fds_take(&d->passed, client + 1);
-	for (i = 0; i < d->passed.n; i++)
-		if (is_target_of(d, i, id))
-			return passed_fds_take(&d->passed, i);
-	return -1;
-}
-
-/* The cookies of a pair's sockets (0 for a missing target): 0 or -errno. */
+/* The cookies of a pair's sockets: 0 or -errno. */
 static int pair_cookies(int cfd, int tfd, uint64_t cookie[2])
 {
 	int err = socket_cookie(cfd, &cookie[0]);
 
-	return err ?: tfd >= 0 ? socket_cookie(tfd, &cookie[1]) : 0;
+	return err ?: socket_cookie(tfd, &cookie[1]);
 }
 
 /*
  * A pair that is not taken back: both ends see EOF (its fds are closed here, or were by
  * redirect_adopt()), and the slot handover_reserve_slots() kept for it goes back to the pool.
- * With the maps reused, systemd's copies keep its sockets in them until it handles
- * FDSTOREREMOVE, so their entries go first: a new redirect given the slot would otherwise be
- * charged for the old pair's bytes. Without its cookies (NULL), the slot stays reserved.
+ * With the maps reused, systemd's copies of a stored pair keep its sockets in them until it
+ * handles FDSTOREREMOVE, so their entries go first: a new redirect given the slot would
+ * otherwise be charged for the old pair's bytes. Without its cookies (NULL), the slot stays
+ * reserved.
  */
-static void drop_pair(struct daemon *d, const struct pair_name *p, bool maps_reused,
-		      const uint64_t *cookie, int cfd, int tfd)
+static void drop_pair(struct daemon *d, struct handed_pair *p, bool maps_reused,
+		      const uint64_t *cookie)
 {
-	safe_close(cfd);
-	safe_close(tfd);
-	if (p->slot == REDIRECT_SLOT_USERSPACE || !d->env.dp)
+	pair_close(p);
+	if (p->rec.slot == REDIRECT_SLOT_USERSPACE || !d->env.dp)
 		return;
 	if (maps_reused) {
 		if (!cookie)
 			return;
 		dataplane_remove(d->env.dp, cookie[0]);
-		if (cookie[1])
-			dataplane_remove(d->env.dp, cookie[1]);
+		dataplane_remove(d->env.dp, cookie[1]);
 	}
-	dataplane_slot_free(d->env.dp, p->slot);
+	dataplane_slot_free(d->env.dp, p->rec.slot);
 }
 
-/* 1 if the pair stored at i was taken back, 0 if not (or if i is not a pair's client). */
-static int adopt_one(struct daemon *d, size_t i, bool maps_reused)
+/* 1 if the pair was taken back, 0 if not (closed, and logged). */
+static int adopt_one(struct daemon *d, struct handed_pair *p, bool maps_reused)
 {
+	const struct redirect_record *rec = &p->rec;
 	struct listener *l, *placeholder = NULL;
 	uint64_t cookie[2] = {0, 0};
-	const char *why = NULL;
 	enum address_kind ck, tk;
-	bool in_maps, known;
-	struct pair_name p;
-	int cfd, tfd, err;
+	const char *why = NULL;
+	bool in_maps;
+	int err;
 
-	if (parse_pair(stored_name(d, i), &p) || p.end != 'c')
-		return 0;
-	cfd = passed_fds_take(&d->passed, i);
-	tfd = find_target(d, p.id, i);
-	in_maps = p.slot != REDIRECT_SLOT_USERSPACE;
-	err = in_maps && maps_reused ? pair_cookies(cfd, tfd, cookie) : 0;
-	known = !err;
-	if (tfd < 0)
-		why = "without its target socket";
-	else if (in_maps && !maps_reused)
+	in_maps = rec->slot != REDIRECT_SLOT_USERSPACE;
+	err = in_maps && maps_reused
+		  ? pair_cookies(p->fds[RECORD_FD_CLIENT], p->fds[RECORD_FD_TARGET], cookie)
+		  : 0;
+	if (in_maps && !maps_reused)
 		why = "with maps this build cannot use";
 	else if (err)
 		why = "with a socket whose cookie cannot be read";
 	if (why) {
 		/* The pair cannot go on: both ends see EOF. */
-		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", p.section, p.id, why);
-		drop_pair(d, &p, maps_reused, known ? cookie : NULL, cfd, tfd);
+		log_warn("[%s] redirect %" PRIu64 " handed over %s: closed", rec->section, rec->id,
+			 why);
+		drop_pair(d, p, maps_reused, err ? NULL : cookie);
 		return 0;
 	}
-	redirect_table_reserve_id(&d->env.redirects, p.id);
-	ck = stored_pair_client_kind(cfd);
-	tk = stored_pair_target_kind(tfd);
-	l = find_listener(d, p.section);
+	free(p->raw);
+	p->raw = NULL;
+	ck = stored_pair_client_kind(p->fds[RECORD_FD_CLIENT]);
+	tk = stored_pair_target_kind(p->fds[RECORD_FD_TARGET]);
+	l = find_listener(d, rec->section);
 	if (l && !stored_pair_fits(l->rc, ck, tk)) {
 		/* Its rules (half-close, unhash, linger) are those of the ends it has. */
 		log_info("[%s] redirect %" PRIu64 " taken back with ends of another kind than "
 			 "the section has now: it runs to its end under its own",
-			 p.section, p.id);
+			 rec->section, rec->id);
 		l = NULL;
 	}
 	/* Its section left the configuration or changed: adopt it to close it cleanly. */
 	if (!l)
-		l = placeholder = listener_placeholder(&d->env, p.section, ck, tk);
-	err = l ? redirect_adopt(&d->env, &l->owner, p.id, p.slot, p.half, cfd, tfd, cookie)
-		: -ENOMEM;
+		l = placeholder = listener_placeholder(&d->env, rec->section, ck, tk);
+	err = l ? redirect_adopt(&d->env, &l->owner, rec, p->fds, cookie) : -ENOMEM;
 	if (err) {
-		log_errno(LOG_WARNING, err, "[%s] redirect %" PRIu64 " handed over: closed, "
-			  "taking it back failed", p.section, p.id);
-		/* redirect_adopt() closed both fds, or was not called */
-		drop_pair(d, &p, maps_reused, cookie, l ? -1 : cfd, l ? -1 : tfd);
+		log_errno(LOG_WARNING, err,
+			  "[%s] redirect %" PRIu64 " handed over: closed, "
+			  "taking it back failed",
+			  rec->section, rec->id);
+		/* redirect_adopt() closed every fd, or was not called */
+		drop_pair(d, p, maps_reused, cookie);
 		listener_retire(placeholder); /* it has no redirect */
 		return 0;
 	}
@@ -303,44 +458,30 @@ static void keep_probe_link(struct daemon *d, size_t i)
 	h->probe_links[h->n_probe_links++] = passed_fds_take(&d->passed, i);
 }
 
+static void forget_pairs(struct handover_state *h)
+{
+	free(h->pairs);
+	h->pairs = NULL;
+	h->n_pairs = h->cap_pairs = 0;
+}
+
 int handover_adopt(struct daemon *d)
 {
 	bool maps_reused = d->env.dp && dataplane_maps_reused(d->env.dp);
-	size_t i, n_stored = 0;
+	struct handover_state *h = &d->handover;
+	size_t i, n_pairs = h->n_pairs;
 	int n = 0;
 
-	for (i = 0; i < d->passed.n; i++) {
-		if (!stored(d, i))
-			continue;
-		keep_probe_link(d, i);
-		if (!stored(d, i))
-			continue;
-		n += adopt_one(d, i, maps_reused);
-	}
-	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
-	for (i = 0; i < d->passed.n; i++) {
-		if (!passed_fd_stored(&d->passed.v[i]) || d->passed.v[i].carried)
-			continue;
-		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored_name(d, i));
-		n_stored++;
-	}
-	if (n_stored)
-		log_info("took back %d redirect%s from the previous instance (%zu fds stored)", n,
-			 n == 1 ? "" : "s", n_stored);
+	for (i = 0; i < d->passed.n; i++)
+		if (stored(d, i))
+			keep_probe_link(d, i);
+	for (i = 0; i < h->n_pairs; i++)
+		n += adopt_one(d, &h->pairs[i], maps_reused);
+	forget_pairs(h);
+	if (n_pairs)
+		log_info("took back %d of %zu redirect%s from the previous instance", n, n_pairs,
+			 n_pairs == 1 ? "" : "s");
 	return n;
-}
-
-int handover_collect(struct daemon *d)
-{
-	int pairs = fd_carrier_unpack(&d->passed);
-
-	if (pairs < 0)
-		return log_errno(LOG_ERR, pairs, "restart: reading the pairs the previous instance "
-					       "handed over");
-	if (pairs)
-		log_info("restart: %d redirect%s carried over beside the fd store", pairs,
-			 pairs == 1 ? "" : "s");
-	return 0;
 }
 
 /* A stored listener nobody claimed: its section is gone, and so is its socket file. */
@@ -356,11 +497,16 @@ static void unlink_listener(int fd)
 	unlink(sa.sun_path);
 }
 
-void handover_release(struct daemon *d)
+void handover_finish(struct daemon *d)
 {
-	size_t i;
+	size_t i, n_stored = 0;
 
+	/* systemd still holds its copies: drop them, or a closed redirect stays open there. */
 	for (i = 0; i < d->passed.n; i++) {
+		if (!passed_fd_stored(&d->passed.v[i]))
+			continue;
+		sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", stored_name(d, i));
+		n_stored++;
 		if (!stored(d, i))
 			continue;
 		if (!strncmp(stored_name(d, i), STORED_LISTENER_PREFIX,
@@ -368,6 +514,59 @@ void handover_release(struct daemon *d)
 			unlink_listener(d->passed.v[i].fd);
 		safe_close(passed_fds_take(&d->passed, i));
 	}
+	if (n_stored)
+		log_debug("restart: %zu stored fds taken from systemd's fd store", n_stored);
+}
+
+/* The descriptors of a pair in the order its record names them. */
+static unsigned int ordered_fds(const struct handed_pair *p, int *out)
+{
+	unsigned int n = 0;
+	int i;
+
+	for (i = 0; i < RECORD_NR_FDS; i++)
+		if (p->rec.fds & (1u << i))
+			out[n++] = p->fds[i];
+	return n;
+}
+
+void handover_give_back(struct daemon *d)
+{
+	struct handover_state *h = &d->handover;
+	int fds[RECORD_NR_FDS], err;
+	size_t i, given = 0, lost = 0;
+	struct fd_carrier carrier;
+
+	for (i = 0; i < d->n_listeners; i++)
+		d->listeners[i]->handed_over |= d->listeners[i]->adopted;
+	fd_carrier_init(&carrier, store_named, fd_carrier_next_name(&d->passed));
+	for (i = 0; i < h->n_pairs; i++) {
+		struct handed_pair *p = &h->pairs[i];
+
+		/* One the fd store holds itself stays there: no FDSTOREREMOVE was sent. */
+		if (!p->raw) {
+			pair_close(p);
+			continue;
+		}
+		err = fd_carrier_send(&carrier, p->raw, p->raw_len, fds, ordered_fds(p, fds));
+		if (err) {
+			log_errno(LOG_ERR, err,
+				  "[%s] redirect %" PRIu64 ": giving it back to the fd "
+				  "store failed: it closes",
+				  p->rec.section, p->rec.id);
+			lost++;
+		} else {
+			given++;
+		}
+		pair_close(p);
+	}
+	fd_carrier_finish(&carrier);
+	forget_pairs(h);
+	if (given || lost)
+		log_notice(
+		    "not started: gave %zu redirect%s back to systemd's fd store for the next "
+		    "start (%zu could not be)",
+		    given, given == 1 ? "" : "s", lost);
 }
 
 void handover_close_probe_links(struct daemon *d)
@@ -377,53 +576,6 @@ void handover_close_probe_links(struct daemon *d)
 }
 
 /* ---- the stopping side ---- */
-
-static int store(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int store(int fd, const char *fmt, ...)
-{
-	char msg[320], name[256];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	/*
-	 * FDPOLL=0: systemd would otherwise drop an fd that reports EPOLLERR or EPOLLHUP. A BPF
-	 * map fd always reports EPOLLERR (bpf_map_poll() without map_poll), and a pair whose
-	 * client closes meanwhile must still reach the next instance, which drains it.
-	 */
-	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDPOLL=0\nFDNAME=%s", name);
-	r = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
-	return r > 0 ? 0 : r < 0 ? r : -ENOTCONN;
-}
-
-static int store_named(int fd, const char *name)
-{
-	return store(fd, "%s", name);
-}
-
-/* A settled pair, into a carrier, or (a carrier failed) into the fd store itself. */
-static int store_pair(struct fd_carrier *carrier, struct redirect *r, uint64_t id, uint32_t slot,
-		      unsigned int half, int cfd, int tfd)
-{
-	const char *section = redirect_listener(r)->rc->name;
-	char name[PAIR_NAME_LEN];
-	int err;
-
-	snprintf(name, sizeof(name), "%" PRIu64 ".%" PRIu32 ".%u.%s", id, slot, half, section);
-	err = fd_carrier_send_pair(carrier, cfd, tfd, name);
-	if (!err)
-		return 0;
-	if (!carrier->failed)
-		log_errno(LOG_WARNING, err, "restart: a pair did not fit in a carrier; storing "
-					    "it in the fd store (which holds FileDescriptorStoreMax)");
-	carrier->failed = true;
-	err = store(cfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.c.%s", id, slot, half, section);
-	return err ?: store(tfd, "vsm-pair.%" PRIu64 ".%" PRIu32 ".%u.t.%s", id, slot, half,
-			    section);
-}
 
 static int store_map(void *ctx, const char *name, int fd)
 {
@@ -455,154 +607,129 @@ static void store_probe_links(struct daemon *d, size_t pairs, bool adopted_pairs
 			n++;
 }
 
-static void store_all(struct daemon *d)
+/* The listening sockets the daemon made: how many went to the fd store. */
+static size_t store_listeners(struct daemon *d)
 {
-	size_t i, pairs = 0, unsettled = 0, maps = 0, lost = 0;
-	struct fd_carrier carrier;
-	bool adopted_pairs = false;
-	const char *why;
-	struct redirect *r;
-	uint64_t id;
-	unsigned int half;
-	uint32_t slot;
-	int cfd, tfd, err;
+	size_t i, n = 0;
+	int err;
 
-	err = d->env.dp ? dataplane_for_each_map(d->env.dp, store_map, &maps) : 0;
-	if (err) {
-		log_errno(LOG_ERR, err, "handing the BPF maps to systemd: stopping instead");
-		return;
-	}
 	for (i = 0; i < d->n_listeners; i++) {
 		struct listener *l = d->listeners[i];
 
 		if (l->dgram || l->activated || l->fd < 0)
 			continue;
-		if (!store(l->fd, STORED_LISTENER_PREFIX "%s", l->rc->name))
-			l->handed_over = true;
-	}
-	fd_carrier_init(&carrier, store_named);
-	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
-		redirect_handover_info(r, &id, &slot, &half, &cfd, &tfd);
-		if (!redirect_settle(r, &why)) {
-			log_warn("[%s] redirect %" PRIu64 ": not settled after %d ms (%s): closes "
-				 "with this instance",
-				 redirect_listener(r)->rc->name, id,
-				 (int)(HANDOVER_SETTLE_USEC / USEC_PER_MSEC), why);
-			unsettled++;
-			continue;
-		}
-		err = store_pair(&carrier, r, id, slot, half, cfd, tfd);
+		err = store(l->fd, STORED_LISTENER_PREFIX "%s", l->rc->name);
 		if (err) {
-			log_errno(LOG_ERR, err,
-				  "[%s] redirect %" PRIu64 ": not handed over: closes with this "
-				  "instance",
-				  redirect_listener(r)->rc->name, id);
-			lost++;
+			log_errno(LOG_WARNING, err,
+				  "[%s] restart: storing the listening socket: "
+				  "the next instance binds a new one",
+				  l->rc->name);
 			continue;
 		}
-		adopted_pairs |= redirect_adopted(r);
+		l->handed_over = true;
+		n++;
+	}
+	return n;
+}
+
+/* One redirect into the carrier: 0 once it travelled, or -errno (it runs on here). */
+static int hand_over(struct fd_carrier *carrier, struct redirect *r)
+{
+	uint8_t msg[REDIRECT_RECORD_MAX];
+	int fds[RECORD_NR_FDS], ordered[RECORD_NR_FDS];
+	struct redirect_record rec;
+	unsigned int n = 0;
+	int len, i, err;
+
+	err = redirect_freeze(r, &rec, fds);
+	if (err)
+		return err;
+	len = redirect_record_encode(&rec, msg, sizeof(msg));
+	if (len < 0)
+		return len;
+	for (i = 0; i < RECORD_NR_FDS; i++)
+		if (rec.fds & (1u << i))
+			ordered[n++] = fds[i];
+	return fd_carrier_send(carrier, msg, (size_t)len, ordered, n);
+}
+
+/* Every redirect into the carriers; those handed over are freed. Returns those that were. */
+static size_t hand_over_all(struct daemon *d, bool *adopted_pairs, size_t *failed)
+{
+	struct redirect *r, *next;
+	struct fd_carrier carrier;
+	size_t handed = 0;
+	int err;
+
+	*failed = 0;
+	fd_carrier_init(&carrier, store_named, 0);
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
+		err = hand_over(&carrier, r);
+		if (err) {
+			if (!*failed)
+				log_errno(LOG_ERR, err,
+					  "[%s] restart: a redirect could not be "
+					  "handed over (it is finished as on a stop, as are any "
+					  "others that cannot)",
+					  redirect_listener(r)->rc->name);
+			(*failed)++;
+			continue;
+		}
+		*adopted_pairs |= redirect_adopted(r);
 		redirect_mark_handed_over(r);
-		pairs++;
+		handed++;
 	}
 	fd_carrier_finish(&carrier);
-	store_probe_links(d, pairs, adopted_pairs);
-	log_notice("restart: handed %zu redirect%s (%zu in %u carrier%s), the listeners and %zu "
-		   "BPF maps to systemd; %zu not settled and %zu not handed over close",
-		   pairs, pairs == 1 ? "" : "s", carrier.carried, carrier.n,
-		   carrier.n == 1 ? "" : "s", maps, unsettled, lost);
-}
-
-static int on_settle_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct daemon *d = userdata;
-	struct redirect *r;
-	bool settled = true;
-	const char *why;
-
-	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r))
-		if (!redirect_settle(r, &why))
-			settled = false;
-	if (!settled && usec < d->handover.settle_deadline) {
-		/* A one-shot source is off once dispatched: arm it again. */
-		sd_event_source_set_time(s, usec + HANDOVER_POLL_USEC);
-		sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-		return 0;
+	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
+		next = redirect_next(r);
+		if (redirect_handed_over(r))
+			redirect_free(r); /* this instance's copies of its descriptors */
 	}
-	store_all(d);
-	return sd_event_exit(d->env.event, 0);
+	log_notice("restart: handed %zu redirect%s (in %u carrier%s) to systemd's fd store", handed,
+		   handed == 1 ? "" : "s", carrier.n, carrier.n == 1 ? "" : "s");
+	return handed;
 }
 
-/* systemd restarts the unit: stop accepting, let redirects settle, store, leave the loop. */
-static int handover_start(struct daemon *d)
+void handover_start(struct daemon *d, void (*stop)(struct daemon *d))
 {
-	size_t i;
-	int r;
+	size_t i, maps = 0, listeners, handed, failed;
+	bool adopted_pairs = false;
+	uint64_t t0 = now_usec();
+	int err;
 
-	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing the sockets over");
+	if (!getenv("NOTIFY_SOCKET")) {
+		log_notice("received SIGUSR2 (restart), but there is no fd store to hand over to "
+			   "(not started by systemd: NOTIFY_SOCKET is not set): stopping instead, "
+			   "everything already sent is delivered");
+		stop(d);
+		return;
+	}
+	sd_notify(0, "STOPPING=1\nSTATUS=restarting: handing everything over");
+	log_info("systemd is restarting the service: handing the listeners, the redirects and "
+		 "the maps over");
 	for (i = 0; i < d->n_listeners; i++)
 		listener_pause(d->listeners[i]);
-	d->handover.settle_deadline = now_usec() + HANDOVER_SETTLE_USEC;
-	r = sd_event_add_time_relative(d->env.event, NULL, CLOCK_MONOTONIC, 0, 0, on_settle_timer,
-				       d);
-	if (r < 0)
-		return log_errno(LOG_ERR, r, "restart: stopping instead");
-	/* Only now: a plain stop after a failure above must not act as a handover. */
-	d->env.handing_over = true;
-	log_info("systemd is restarting the service: handing the sockets over");
-	return 0;
-}
-
-/* Out of the bus's own dispatch: the query (and its bus) can go. */
-static int on_answered(sd_event_source *s, void *userdata)
-{
-	struct daemon *d = userdata;
-	int restart = d->handover.answer;
-
-	(void)s;
-	d->handover.answered = sd_event_source_disable_unref(d->handover.answered);
-	d->handover.question = systemd_job_query_free(d->handover.question);
-	if (restart < 0)
-		log_errno(LOG_NOTICE, restart, "asking systemd whether this is a restart: stopping");
-	else if (!restart)
-		log_info("systemd is stopping the service: shutting down");
-	if (restart <= 0 || handover_start(d) < 0)
-		d->handover.stop(d);
-	return 0;
-}
-
-static void on_job_answer(int restart, void *userdata)
-{
-	struct daemon *d = userdata;
-	int r;
-
-	d->handover.answer = restart;
-	r = sd_event_add_defer(d->env.event, &d->handover.answered, on_answered, d);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "restart or stop: stopping");
-		d->handover.stop(d);
+	/* The maps first: without them the redirects on the kernel path cannot go on. */
+	err = d->env.dp ? dataplane_for_each_map(d->env.dp, store_map, &maps) : 0;
+	if (err) {
+		log_errno(LOG_ERR, err,
+			  "restart: handing the BPF maps to systemd's fd store: "
+			  "stopping instead, everything already sent is delivered");
+		stop(d);
+		return;
 	}
-}
-
-int handover_ask(struct daemon *d, void (*stop)(struct daemon *d))
-{
-	int r;
-
-	d->handover.stop = stop;
-	r = systemd_job_ask_restart(d->env.event, on_job_answer, d, &d->handover.question);
-	if (r < 0 && r != -ENOTCONN)
-		log_errno(LOG_NOTICE, r, "asking systemd whether this is a restart: stopping");
-	if (!r)
-		log_info("received SIGTERM: asking systemd whether this is a restart");
-	return r;
-}
-
-bool handover_asking(const struct daemon *d)
-{
-	return d->handover.question;
-}
-
-void handover_forget_question(struct daemon *d)
-{
-	d->handover.answered = sd_event_source_disable_unref(d->handover.answered);
-	d->handover.question = systemd_job_query_free(d->handover.question);
+	d->env.handing_over = true;
+	listeners = store_listeners(d);
+	handed = hand_over_all(d, &adopted_pairs, &failed);
+	store_probe_links(d, handed, adopted_pairs);
+	log_info("restart: handed over in %" PRIu64 " ms: %zu redirect%s, %zu listener%s and %zu "
+		 "BPF maps%s",
+		 (now_usec() - t0) / USEC_PER_MSEC, handed, handed == 1 ? "" : "s", listeners,
+		 listeners == 1 ? "" : "s", maps, failed ? "; the rest finish here first" : "");
+	if (failed) {
+		d->env.handing_over = false;
+		stop(d);
+		return;
+	}
+	sd_event_exit(d->env.event, 0);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Restart without loss: the sockets and BPF maps go to systemd's fd store on "systemctl
- * restart", and the next instance takes them back.
+ * Restart without loss: on "systemctl restart" (RestartKillSignal=SIGUSR2) every redirect, the
+ * listeners and the BPF maps go to systemd's fd store, and the next instance takes them back;
+ * a start that fails gives back what it took.
  */
 #ifndef VSOCKMAP_HANDOVER_H
 #define VSOCKMAP_HANDOVER_H
@@ -10,7 +11,6 @@
 #include <stdint.h>
 
 struct daemon;
-struct redirect_config;
 
 /*
  * What the previous instance stored comes in d->passed (passed_fds.h), named
@@ -25,48 +25,50 @@ struct redirect_config;
 int handover_map_fd(void *ctx, const char *name);
 
 /*
- * Right after passed_fds_collect(): the pairs the previous instance sent beside the fd store
- * (fd_carrier.h) join d->passed, named as if stored. 0 or -errno (logged).
+ * Right after passed_fds_collect(): read the redirects out of the carriers (and any a version
+ * before carriers stored in the fd store itself) into d->handover.pairs. From here on, a start
+ * that fails must call handover_give_back(). 0 or -errno (logged).
  */
 int handover_collect(struct daemon *d);
 
 /*
- * IDs of the stored redirects, so that nothing started before they are taken back (a
+ * IDs of the redirects read, so that nothing started before they are taken back (a
  * UNIX-RECV listener's forwarder) gets one of them: daemon_next_id() goes on from the highest.
  */
 void handover_reserve_ids(struct daemon *d);
 
-/* Slots of the stored redirects, so that nothing else takes them: calls reserve() for each. */
+/* Slots of the redirects read, so that nothing else takes them: calls reserve() for each. */
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
 
-
 /*
- * Take back the stored redirects (after the listeners are open), then tell systemd to drop
- * every stored fd: from now on the daemon holds them. Returns how many were adopted; a pair
- * that cannot be is closed, and logged.
+ * Take back the redirects read (the last step of a start: nothing after it can fail). Returns
+ * how many were; one that cannot be is closed, and logged.
  */
 int handover_adopt(struct daemon *d);
 
-/* Close what nobody claimed (a stored listener's socket file goes with it). */
-void handover_release(struct daemon *d);
+/*
+ * The start succeeded: tell systemd to drop every stored fd (from now on the daemon holds
+ * them: systemd's copy would keep a closed redirect's sockets open), and close what nobody
+ * claimed (a stored listener of a removed section: its socket file goes with it).
+ */
+void handover_finish(struct daemon *d);
+
+/*
+ * The start failed after handover_collect(): the redirects not taken back go to systemd's fd
+ * store again, in a new carrier, as they came; the stored listeners keep their socket files
+ * (still in the store). The next start finds everything as this one did.
+ */
+void handover_give_back(struct daemon *d);
 
 /* Close the inherited probe links (the daemon is done with every redirect). */
 void handover_close_probe_links(struct daemon *d);
 
 /*
- * SIGTERM under systemd: ask systemd whether it is restarting the unit, without waiting;
- * redirects go on moving meanwhile. Returns 0 once the question is on its way: on a restart
- * the daemon stops accepting, lets redirects settle, stores everything and leaves the event
- * loop; on anything else (another job, an error, no answer in SYSTEMD_JOB_TIMEOUT_USEC)
- * stop(d) runs. -ENOTCONN: not started by systemd; another -errno (logged): not asked.
- * Either way the caller stops at once.
+ * systemd restarts the unit (its RestartKillSignal=): stop accepting, hand every redirect,
+ * the listeners and the maps to the fd store at once, and leave the event loop. Redirects
+ * that cannot be handed over (no fd store, a failed send) finish as on a stop: stop(d) runs
+ * for them, and for every redirect if the maps cannot be stored.
  */
-int handover_ask(struct daemon *d, void (*stop)(struct daemon *d));
-
-/* A question asked above has no answer yet. */
-bool handover_asking(const struct daemon *d);
-
-/* Drop the question: its answer will not come (a second signal, or the daemon's end). */
-void handover_forget_question(struct daemon *d);
+void handover_start(struct daemon *d, void (*stop)(struct daemon *d));
 
 #endif

@@ -42,7 +42,7 @@ out:
 	return n;
 }
 
-int passed_fds_add(struct passed_fds *p, int fd, char *name, bool carried)
+int passed_fds_add(struct passed_fds *p, int fd, char *name)
 {
 	struct passed_fd *v;
 	size_t cap;
@@ -58,7 +58,7 @@ int passed_fds_add(struct passed_fds *p, int fd, char *name, bool carried)
 		p->v = v;
 		p->cap = cap;
 	}
-	p->v[p->n++] = (struct passed_fd){.fd = fd, .name = name, .carried = carried};
+	p->v[p->n++] = (struct passed_fd){.fd = fd, .name = name};
 	return 0;
 }
 

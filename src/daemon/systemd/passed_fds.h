@@ -12,9 +12,8 @@
 #include <stddef.h>
 
 struct passed_fd {
-	int fd;	      /* -1 once taken */
-	char *name;   /* FDNAME; NULL without LISTEN_FDNAMES */
-	bool carried; /* from a carrier (fd_carrier.h), not from systemd's store */
+	int fd;	    /* -1 once taken */
+	char *name; /* FDNAME; NULL without LISTEN_FDNAMES */
 };
 
 struct passed_fds {
@@ -32,7 +31,7 @@ struct passed_fds {
 int passed_fds_collect(struct passed_fds *p);
 
 /* Add fd named name (both now p's, or closed and freed on -ENOMEM). */
-int passed_fds_add(struct passed_fds *p, int fd, char *name, bool carried);
+int passed_fds_add(struct passed_fds *p, int fd, char *name);
 
 /* Stored by the previous instance for a restart: its name starts with HANDOVER_PREFIX. */
 bool passed_fd_stored(const struct passed_fd *f);
