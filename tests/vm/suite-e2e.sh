@@ -57,8 +57,8 @@ scenario_stop_dgram vsock "VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4002))" \
 e2e_run_drain_modes "UNIX-LISTEN:@D@/in.sock,fork" "unix:@D@/in.sock" \
 	"VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4003))" "vsock:any:$((E2E_PORT_BASE + 4003))" \
 	"VSOCK-CONNECT:1:$((E2E_PORT_BASE + 4004))" "vsock:any:$((E2E_PORT_BASE + 4004))"
-# A VSOCK-LISTEN client cannot be finished at a stop (vsock drops its queue at SHUT_RD): what
-# it loses is said, and counted where the kernel can.
+# A VSOCK-LISTEN client at a stop: read first, since vsock drops its queue at SHUT_RD; what
+# arrives between the read and the shutdown is counted where the kernel can.
 scenario_stop_vsock_listen $((E2E_PORT_BASE + 4005))
 
 # Show what the daemon said, for the log.

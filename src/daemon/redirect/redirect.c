@@ -41,9 +41,10 @@ static void remove_map_entries(struct redirect *r)
 
 /*
  * A vsock socket shut down for reading answers every recv() with 0 and never hands out its
- * receive queue again, so a stop, an idle close or `close ID` on a VSOCK-LISTEN client drops
- * what the client had sent and we had not read. Linux 6.17 answers SIOCINQ on vsock: there
- * the loss is counted; on older kernels it can only be said.
+ * receive queue again, so a stop, an idle close or `close ID` on a VSOCK-LISTEN client copies
+ * what the client had queued first (dir_take_queued()); what arrived between that copy and
+ * the shutdown is dropped. Linux 6.17 answers SIOCINQ on vsock: there those bytes are
+ * counted; on older kernels it can only be said that some may have been.
  */
 static void log_vsock_discard(const struct redirect *r)
 {
@@ -53,17 +54,20 @@ static void log_vsock_discard(const struct redirect *r)
 	    !redirect_phase_stops_target(r->phase) || r->ep[CLIENT].fd < 0)
 		return;
 	n = socket_inq(r->ep[CLIENT].fd);
+	/* What the daemon copied out of the queue is still in it, and delivered. */
+	if (n >= 0)
+		n -= (int)r->dir[CLIENT].queued_peeked;
 	if (n > 0)
 		redirect_log(r, LOG_WARNING,
 			     "vsock discarded %d bytes the client had sent "
-			     "before the close (a vsock socket shut down for reading drops its "
-			     "receive queue)",
+			     "before the close (they came after the daemon copied its queue, and a "
+			     "vsock socket shut down for reading drops its receive queue)",
 			     n);
 	else if (n < 0 && r->phase != PHASE_IDLE_CLOSING) /* idle: nothing came for idle-timeout */
 		redirect_log(r, LOG_NOTICE,
-			     "what vsock discarded of the client's bytes "
-			     "at the close cannot be counted on this kernel: SIOCINQ on vsock: %s "
-			     "(Linux 6.17 answers it)",
+			     "what vsock discarded of the client's bytes at the close (those that "
+			     "came after the daemon copied its queue) cannot be counted on this "
+			     "kernel: SIOCINQ on vsock: %s (Linux 6.17 answers it)",
 			     strerror(-n));
 }
 
@@ -341,10 +345,13 @@ static void close_on(struct redirect *r, enum redirect_event ev)
 		return;
 	}
 	/*
-	 * The client gets EPIPE on its next write; what it sent before is still forwarded.
-	 * The target's side is not shut for reading: vsock would drop what is queued. What it
-	 * has sent so far is delivered, later bytes are not read.
+	 * The client gets EPIPE on its next write; what it sent before is still forwarded. A
+	 * vsock client's queue would be dropped by the shutdown: it is read first. The target's
+	 * side is not shut for reading, for the same reason: what it has sent so far is
+	 * delivered, later bytes are not read.
 	 */
+	if (r->owner->rc->listen.kind == ADDRESS_VSOCK_LISTEN)
+		dir_take_queued(r, CLIENT);
 	shutdown(r->ep[CLIENT].fd, SHUT_RD);
 	/*
 	 * A send that queued its skb before the shutdown runs its verdict after it: the drain

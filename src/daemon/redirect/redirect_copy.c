@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "redirect_internal.h"
+#include "sockopt.h"
 #include "util.h"
 
 #define SPLICE_PIPE_SIZE (256 * 1024)
@@ -337,6 +338,36 @@ int dir_buf_reserve(struct direction *dir, size_t want)
 	dir->buf_off = 0;
 	dir->buf_len = held;
 	return 0;
+}
+
+/*
+ * A vsock socket shut down for reading never hands out its receive queue again
+ * (__vsock_connectible_recvmsg() answers 0 once RCV_SHUTDOWN is set, whatever is queued):
+ * before a close on request shuts the client down, copy what it has queued into the buffer,
+ * after what the daemon holds already, however full the target is. Peeked, not read: a read
+ * returns credit (a credit update as soon as the queue is empty), and a client writing at
+ * full speed refilled the queue as fast as it was read, for as long as the loop went on. One
+ * peek of the whole queue (SIOCINQ where vsock answers it, Linux 6.17, else the socket's
+ * buffer size, all the peer may send unread) gives none; what arrives after it and before
+ * the shutdown is lost, and counted where SIOCINQ works (dir->queued_peeked).
+ */
+void dir_take_queued(struct redirect *r, int src)
+{
+	struct direction *dir = &r->dir[src];
+	int q = socket_inq(r->ep[src].fd);
+	ssize_t n;
+
+	if (dir->state != DIR_COPY || dir_pipe_into_buf(dir))
+		return;
+	if (q < 0)
+		q = socket_vsock_buffer(r->ep[src].fd);
+	if (q <= 0 || dir_buf_reserve(dir, dir->buf_len - dir->buf_off + (size_t)q))
+		return;
+	n = recv(r->ep[src].fd, dir->buf + dir->buf_len, (size_t)q, MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	dir->buf_len += (size_t)n;
+	dir->queued_peeked = (size_t)n;
 }
 
 /*

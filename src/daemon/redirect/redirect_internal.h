@@ -112,6 +112,7 @@ struct direction {
 	bool hold_error_logged;	  /* a hold socket that could not be made was logged */
 	bool insert_error_logged; /* an insert that failed while injecting was logged */
 	int carry_fd; /* a restart: the memfd that carries the pending bytes (redirect_handover.c) */
+	size_t queued_peeked; /* a vsock client shut down: bytes of its queue the daemon copied */
 };
 
 struct redirect {
@@ -283,5 +284,8 @@ void dir_copy(struct redirect *r, int src);
 int dir_buf_reserve(struct direction *dir, size_t want);
 /* What the splice pipe holds, after what the buffer holds: all in the buffer. 0 or -errno. */
 int dir_pipe_into_buf(struct direction *dir);
+/* DIR_COPY: read everything the source has queued now into the buffer (a vsock client's,
+ * before a close on request shuts it down for reading). */
+void dir_take_queued(struct redirect *r, int src);
 
 #endif

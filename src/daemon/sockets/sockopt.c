@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/vm_sockets.h>
 
 #include "sockopt.h"
 
@@ -75,4 +76,17 @@ bool socket_tcp_closed(int fd)
 	return !getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) &&
 	       len >= offsetof(struct tcp_info, tcpi_state) + sizeof(info.tcpi_state) &&
 	       info.tcpi_state == TCP_CLOSE;
+}
+
+/* AF_VSOCK's socket option level: the address family's number (af_vsock.c). */
+#define SOL_VSOCK_LEVEL AF_VSOCK
+
+int socket_vsock_buffer(int fd)
+{
+	unsigned long long size = 0;
+	socklen_t len = sizeof(size);
+
+	if (getsockopt(fd, SOL_VSOCK_LEVEL, SO_VM_SOCKETS_BUFFER_SIZE, &size, &len))
+		return -errno;
+	return size > INT_MAX ? INT_MAX : (int)size;
 }

@@ -36,6 +36,8 @@ int socket_outq(int fd);
  * more can reach its peer. false for any other socket, and when the kernel cannot tell.
  */
 bool socket_tcp_closed(int fd);
+/* A vsock socket's receive buffer (SO_VM_SOCKETS_BUFFER_SIZE): what its peer may send unread. */
+int socket_vsock_buffer(int fd);
 /* The socket would take bytes now (POLLOUT). */
 bool socket_writable(int fd);
 
