@@ -94,7 +94,7 @@ test_package_upgrade() {
 		return 1
 	}
 	pid=$(prop "$SVC" MainPID)
-	before=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* redirect')
+	before=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* of')
 	vsm-peer client unix:/run/vsockmap/bulk.sock --send "$PKG_BULK" --after shutdown \
 		--expect-reply 1M --mark-after "$PKG_MARK" --mark-file "$T/pkg-upgrade.mark" \
 		--pause-file "$T/pkg-upgrade.pause" --timeout 600 >"$T/pkg-upgrade.client" 2>&1 &
@@ -108,7 +108,7 @@ test_package_upgrade() {
 	rm -f "$T/pkg-upgrade.pause"
 	wait "$cpid"
 	crc=$?
-	after=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* redirect')
+	after=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* of')
 	systemctl stop sink-package 2>/dev/null
 	line=$(journalctl -q -u sink-package -o cat | grep -m1 '^server total')
 	inv=$(prop "$SVC" InvocationID)
