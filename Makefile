@@ -262,6 +262,9 @@ $(FUZZ_OUTPUT)/src/%.o: src/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
+# The record decoder is the daemon's, not a common module.
+$(FUZZ_OUTPUT)/fuzz_record: $(FUZZ_OUTPUT)/src/daemon/redirect/redirect_record.o
+
 $(FUZZ_OUTPUT)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(call msg,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)

@@ -211,6 +211,14 @@ static int open_dataplane(struct daemon *d, const struct daemon_options *opts)
 	if (mode == DATAPATH_KERNEL || opts->drain_mode == DRAIN_ITERATOR ||
 	    opts->drain_mode == DRAIN_PROBE)
 		return err;
+	/* In user space they could not go on: the start fails, and gives them back. */
+	if (handover_kernel_pairs(d)) {
+		log_errno(LOG_ERR, err,
+			  "the BPF object did not load, and %zu redirects handed over run on the "
+			  "kernel path",
+			  handover_kernel_pairs(d));
+		return err;
+	}
 	snprintf(d->env.userspace_why, sizeof(d->env.userspace_why),
 		 "the BPF object did not load: %s", strerror(-err));
 	log_notice("data path: user space, for every redirect: %s (datapath=kernel would make "
@@ -325,6 +333,18 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	/* Descriptors for max-redirects before anything takes one; short of them is no reason
 	 * not to start (it warns). */
 	fd_limit_fit(&d->cfg);
+	/*
+	 * Blocked before the carriers are read: from then on the only copies of the redirects
+	 * handed over are this process's, and a signal's default action would end it with them
+	 * (they are served from the event loop's signalfd once it runs).
+	 */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	/* Before anything is opened: a socket systemd passed that fits no section is fatal. */
 	err = passed_fds_collect(&d->passed);
 	if (err < 0) {
@@ -341,13 +361,6 @@ int daemon_start(struct daemon *d, const struct daemon_options *opts)
 	err = sd_event_default(&d->env.event);
 	if (err < 0)
 		goto out;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	err = sd_event_add_signal(d->env.event, NULL, SIGTERM, on_signal, d);
 	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGINT, on_signal, d);
 	err = err < 0 ? err : sd_event_add_signal(d->env.event, NULL, SIGHUP, on_sighup, d);

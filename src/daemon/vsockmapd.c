@@ -198,5 +198,6 @@ int main(int argc, char **argv)
 		return 1;
 	err = daemon_run(&d);
 	daemon_stop(&d);
-	return err ? 1 : 0;
+	/* The loop's own exit status (a restart's hand-over: HANDOVER_EXIT_STATUS), or 1. */
+	return err < 0 ? 1 : err;
 }

@@ -85,6 +85,7 @@ class Service:
         self.starts = self.failed_starts = 0
         self.restart_at = None  # Restart=on-failure: when to start again
         self.exit_status = None
+        self.in_job = False  # a restart or stop asked for: its exit is expected
 
     def start(self):
         self.ready = False
@@ -137,7 +138,9 @@ class Service:
                 self.ready = True
 
     def reap(self):
-        """The main process's exit, if it came: Restart=on-failure from there."""
+        """The main process's exit, if it came. Outside a job: Restart=on-failure, and
+        RestartForceExitStatus=75 (a hand-over); an exit 0 leaves the unit inactive, and
+        systemd then drops its fd store."""
         if not self.pid:
             return False
         pid, status = os.waitpid(self.pid, os.WNOHANG)
@@ -150,6 +153,8 @@ class Service:
             self.failed_starts += 1
         if status:
             self.restart_at = time.monotonic() + self.restart_sec
+        elif not self.in_job:
+            self.store.drop_all()
         return True
 
     def tick(self):
@@ -188,13 +193,17 @@ class Service:
         if not words:
             return "?"
         if words[0] == "restart":
+            self.in_job = True
             exit_ms = self.kill_and_wait(signal.SIGUSR2)
             started, start_ms = self.start_and_wait()
+            self.in_job = False
             return "restart exit_ms=%d started=%s start_ms=%d" % (
                 exit_ms, "yes" if started else "no", start_ms)
         if words[0] == "stop":
             self.restart_at = None
+            self.in_job = True
             exit_ms = self.kill_and_wait(signal.SIGTERM)
+            self.in_job = False
             self.restart_at = None
             self.store.drop_all()
             return "stop exit_ms=%d status=%s" % (exit_ms, self.exit_status)

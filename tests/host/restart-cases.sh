@@ -19,6 +19,10 @@
 #                              takes all of it, the upload completes and the listener works
 #   restart-no-fd-store-*      SIGUSR2 without systemd: nothing can be handed over, and the
 #                              daemon stops as on SIGTERM (everything sent is delivered)
+#   restart-renamed-section    a restart into a configuration whose section has a new name but
+#                              the same address: the new section takes the stored listener
+#   restart-stray-signal       SIGUSR2 that is no restart job: the daemon exits 75 after the
+#                              hand-over, and Restart= starts it again (RestartForceExitStatus)
 #   soak-restart-*             the soak (vsm-soak) through a restart every second or so:
 #                              SOAK_RESTART_COUNT connections (1000), every byte checked
 
@@ -165,7 +169,7 @@ restart_while_draining() {
 # A restart into a configuration that cannot start, then the fix: nothing is lost, and the
 # listener the previous instance stored is found again with its socket file.
 restart_failed_start() {
-	local dp=$1 name=restart-failed-start-$1 restart fixed gave crc src status
+	local dp=$1 name=restart-failed-start-$1 restart fixed gave crc src status carriers
 	RS_PEERS=()
 	if ! rs_start "$name" "$dp"; then
 		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
@@ -180,6 +184,7 @@ restart_failed_start() {
 	restart=$(rs_ctl restart)
 	sleep 2.5 # Restart=on-failure: more starts, each failing, each giving everything back
 	cp "$RS_DIR/c.conf.good" "$RS_DIR/c.conf"
+	carriers=$(rs_ctl status | grep -o 'vsm-carrier\.[0-9]*' | wc -l)
 	fixed=$(rs_ctl wait-running 20)
 	status=$(rs_ctl status)
 	gave=$(grep -c 'gave 1 redirect back' "$RS_DIR/daemon.log")
@@ -198,11 +203,13 @@ restart_failed_start() {
 		vmtest_fail "$name" "client rc=$crc: $(tail -n 1 "$RS_DIR/client"); server rc=$src: $(tail -n 1 "$RS_DIR/server") | $(rs_why)"
 	elif ((gave < 2)); then
 		vmtest_fail "$name" "every byte arrived, but only $gave failed starts gave the redirect back (want 2 or more: the case was not forced) | $status"
+	elif ((carriers != 1)); then
+		vmtest_fail "$name" "every byte arrived, but after $gave failed starts the fd store held $carriers carriers (want 1: each start drops those it read)"
 	elif ! vsm-peer client "unix:$RS_DIR/in.sock" --send 1M --after echo --timeout 30 \
 		>"$RS_DIR/echo-client" 2>&1; then
 		vmtest_fail "$name" "the upload arrived, but a new client failed through the listener taken back: $(tail -n 1 "$RS_DIR/echo-client") | $(rs_why)"
 	else
-		vmtest_pass "$name" "restart into a section on /etc/passwd: \"$(grep -m1 -o '\[bad\] /etc/passwd.*' "$RS_DIR/daemon.log")\", $gave failed starts each gave the redirect back; fixed: $status; the 16 MiB upload and its reply verified, a new client echoed 1 MiB"
+		vmtest_pass "$name" "restart into a section on /etc/passwd: \"$(grep -m1 -o '\[bad\] /etc/passwd.*' "$RS_DIR/daemon.log")\", $gave failed starts each gave the redirect back (one carrier in the store); fixed: $status; the 16 MiB upload and its reply verified, a new client echoed 1 MiB"
 	fi
 	rs_stop
 }
@@ -252,7 +259,7 @@ soak_restart() {
 		return
 	fi
 	vsm-soak --connect "unix:$RS_DIR/in.sock" --listen "unix:$RS_DIR/srv.sock" \
-		--count "${SOAK_RESTART_COUNT:-1000}" --live 50 --max-size 4194304 --seed "$seed" \
+		--count "${SOAK_RESTART_COUNT:-1000}" --live 50 --max-size 8388608 --seed "$seed" \
 		--stall 30 --timeout "${SOAK_TIMEOUT:-300}" --ctl "$RS_DIR/ctl.sock" --idle-ms 3000 \
 		${RS_SOAK_MODES:+--modes "$RS_SOAK_MODES"} \
 		--cmd "$PYTHON tests/host/fdstore-systemd.py ctl $RS_DIR/sd.sock restart >>$RS_DIR/restarts" \
@@ -269,6 +276,68 @@ soak_restart() {
 	rs_stop
 }
 
+# A section renamed, its address kept: the listener is found by its address, not its name.
+# The pair of the old section runs to its end under its own rules; a new client goes through.
+restart_renamed_section() {
+	local name=restart-renamed-section restart
+	RS_PEERS=()
+	if ! rs_start "$name" auto; then
+		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
+		rs_stop
+		return
+	fi
+	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
+		"--send 8M --after shutdown --expect-reply 1M"
+	sleep 1
+	sed -i 's/^\[up\]$/[renamed]/' "$RS_DIR/c.conf"
+	restart=$(rs_ctl restart)
+	if [[ $restart != *started=yes* ]]; then
+		vmtest_fail "$name" "the restart into the renamed section: \"$restart\" | $(rs_why)"
+	elif ! grep -q '\[renamed\] listening on .*(taken back from the previous instance)' \
+		"$RS_DIR/daemon.log"; then
+		vmtest_fail "$name" "[renamed] did not take the stored listener: $(grep -m1 '\[renamed\]' "$RS_DIR/daemon.log")"
+	else
+		rs_verdict "$name" "$restart" "8 MiB through [up], restarted into [renamed] on the same path"
+		vsm-peer server "unix:$RS_DIR/srv.sock" --echo --count 1 --timeout 60 \
+			--ready-file "$RS_DIR/echo.ready" >"$RS_DIR/echo-server" 2>&1 &
+		RS_PEERS=($!)
+		wait_for_file "$RS_DIR/echo.ready" 10
+		if ! vsm-peer client "unix:$RS_DIR/in.sock" --send 64K --after echo --timeout 30 \
+			>"$RS_DIR/echo-client" 2>&1; then
+			vmtest_fail "$name-client" "a new client through [renamed]: $(tail -n 1 "$RS_DIR/echo-client")"
+		fi
+	fi
+	rs_stop
+}
+
+# SIGUSR2 that is no restart job: the daemon hands over and exits 75, and the unit starts it
+# again (RestartForceExitStatus=75), which takes everything back; an exit 0 would have left
+# the unit inactive, and systemd would have dropped its fd store with every connection.
+restart_stray_signal() {
+	local name=restart-stray-signal pid status running
+	RS_PEERS=()
+	if ! rs_start "$name" auto; then
+		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
+		rs_stop
+		return
+	fi
+	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
+		"--send 8M --after shutdown --expect-reply 1M"
+	sleep 1
+	pid=$(rs_ctl status | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
+	kill -USR2 "$pid"
+	sleep 0.5
+	running=$(rs_ctl wait-running 20)
+	status=$(rs_ctl status)
+	if [[ $running != running || $status == "pid=$pid "* ]]; then
+		vmtest_fail "$name" "after SIGUSR2 to $pid: $running, $status | $(rs_why)"
+		rs_stop
+		return
+	fi
+	rs_verdict "$name" "restart exit_ms=0 started=yes" "SIGUSR2 to the daemon by hand: exit 75, started again by Restart= ($status)"
+	rs_stop
+}
+
 host_restart_cases() {
 	restart_slow_reader userspace
 	restart_slow_reader kernel
@@ -279,6 +348,8 @@ host_restart_cases() {
 	restart_failed_start kernel
 	restart_no_fd_store userspace
 	restart_no_fd_store kernel
+	restart_renamed_section
+	restart_stray_signal
 	soak_restart auto
 	# Most inserts late: sweeps, hold sockets and catch-ups under way at the restarts.
 	RS_ENV=VSOCKMAPD_TEST_INSERT_DELAY_US=2000 RS_SOAK_MODES=-server-half-first \

@@ -71,6 +71,8 @@ static void test_round_trip(void **state)
 	in.slot = REDIRECT_SLOT_USERSPACE;
 	in.userspace = true;
 	in.linked = false;
+	in.dir[0].state = DIR_COPY;
+	in.dir[0].peeked = 4096;
 	len = redirect_record_encode(&in, buf, sizeof(buf));
 	assert_int_equal(redirect_record_decode(buf, len, 6, &out, &version), 0);
 	assert_memory_equal(&in, &out, sizeof(in));
@@ -122,10 +124,30 @@ static void test_malformed(void **state)
 	memcpy(bad, buf, len);
 	bad[REDIRECT_RECORD_FIXED] = '/';
 	assert_int_equal(redirect_record_decode(bad, len, 6, &out, &version), -EINVAL);
+	memcpy(bad, buf, len);
+	bad[REDIRECT_RECORD_FIXED + 2] = '\0'; /* found by fuzz_record */
+	assert_int_equal(redirect_record_decode(bad, len, 6, &out, &version), -EINVAL);
 	/* Bytes held with no memfd for them. */
 	memcpy(bad, buf, len);
 	bad[22] &= ~(1u << RECORD_FD(0, RECORD_DIR_PENDING));
 	assert_int_equal(redirect_record_decode(bad, len, 5, &out, &version), -EINVAL);
+	/* A kernel state on a pair the daemon carries, or on the target's way; a state before
+	 * the connect; more held bytes than any daemon holds. */
+	in.slot = REDIRECT_SLOT_USERSPACE;
+	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);
+	in = busy_record();
+	in.dir[1].state = DIR_DRAINING;
+	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);
+	in = busy_record();
+	in.phase = PHASE_CONNECTING;
+	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);
+	in = busy_record();
+	in.dir[0].pending = REDIRECT_RECORD_PENDING_MAX + 1;
+	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);
+	memcpy(bad, buf, len);
+	bad[64 + 3] = 0xff; /* pending, little-endian, past the limit */
+	assert_int_equal(redirect_record_decode(bad, len, 6, &out, &version), -EINVAL);
+	in = busy_record();
 	/* Without its target socket. */
 	in.fds &= ~(1u << RECORD_FD_TARGET);
 	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);

@@ -18,6 +18,7 @@
 #include "redirect.h"
 #include "listen_socket.h"
 #include "socket_activation.h"
+#include "socket_address.h"
 #include "sockopt.h"
 #include "util.h"
 
@@ -35,7 +36,7 @@ static bool at_limit(const struct listener *l)
 
 static void accepting(struct listener *l, bool on)
 {
-	if (l->io && !l->retired && !l->env->handing_over && !l->retry &&
+	if (l->io && !l->retired && !l->env->handing_over && !l->env->stopping && !l->retry &&
 	    !(l->rc->once && l->accepted))
 		sd_event_source_set_enabled(l->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
@@ -181,6 +182,23 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	return 0;
 }
 
+/*
+ * A listening socket the previous instance stored (handover.c), bound where addr listens:
+ * taken whatever section it was stored for, since a section may have been renamed while its
+ * address stayed. The fd, or -ENOENT.
+ */
+static int stored_listener(struct passed_fds *p, const struct address *addr)
+{
+	size_t i, len = strlen(STORED_LISTENER_PREFIX);
+
+	for (i = 0; i < p->n; i++)
+		if (p->v[i].fd >= 0 && p->v[i].name &&
+		    !strncmp(p->v[i].name, STORED_LISTENER_PREFIX, len) &&
+		    socket_bound_to(p->v[i].fd, addr))
+			return passed_fds_take(p, i);
+	return -ENOENT;
+}
+
 /* The socket systemd passed for this section, or one of our own. Returns the fd or -errno. */
 static int listener_socket(const struct redirect_config *rc, struct listener *l,
 			   const struct log_context *ctx)
@@ -196,9 +214,21 @@ static int listener_socket(const struct redirect_config *rc, struct listener *l,
 	}
 	if (fd != -ENOENT)
 		return fd; /* logged */
-	fd = address_is_stream_listener(&rc->listen)
-		 ? passed_fds_take_name(l->env->passed, STORED_LISTENER_PREFIX, rc->name)
-		 : -ENOENT;
+	fd = stored_listener(l->env->passed, &rc->listen);
+	if (fd >= 0 && !address_is_stream_listener(&rc->listen)) {
+		/*
+		 * A stream listener of the previous instance where this section now receives
+		 * datagrams: out of its way (systemd's copy keeps listening, unreachable, until the
+		 * start succeeds and it is dropped).
+		 */
+		log_fields(LOG_NOTICE, ctx,
+			   "[%s] %s: the previous instance listened for streams here; its socket "
+			   "file goes",
+			   rc->name, l->where);
+		if (address_has_file(&rc->listen))
+			unlink(rc->listen.path);
+		fd = safe_close(fd);
+	}
 	/* Bound by the previous instance: the file at the path now is taken as its. */
 	if (fd >= 0 && address_has_file(&rc->listen) &&
 	    socket_file_identify(rc->listen.path, &l->file)) {
@@ -323,9 +353,7 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	    rc->listen.kind == ADDRESS_UNIX_LISTEN && !l->userspace ? held_read_prepare(l->fd) : 0;
 	if (err) {
 		log_fields_errno(LOG_ERR, ctx, err, "[%s] %s: SO_PASSCRED", rc->name, l->where);
-		listener_close(l);
-		free(l);
-		return err;
+		goto out_close;
 	}
 	/* A datagram socket enters its sockhash before anyone may send to it: dgram_forwarder.c */
 	if (rc->listen.kind == ADDRESS_UNIX_RECV) {
@@ -365,6 +393,8 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	return 0;
 
 out_close:
+	/* Taken from the fd store: still there, its file systemd's copy's (the start failed). */
+	l->handed_over |= l->adopted;
 	listener_close(l);
 	free(l);
 	return err;

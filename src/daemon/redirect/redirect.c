@@ -352,7 +352,9 @@ static void close_on(struct redirect *r, enum redirect_event ev)
 	 */
 	if (r->owner->rc->listen.kind == ADDRESS_VSOCK_LISTEN)
 		dir_take_queued(r, CLIENT);
-	shutdown(r->ep[CLIENT].fd, SHUT_RD);
+	/* Not shut: what was copied is still readable, and read again. */
+	if (shutdown(r->ep[CLIENT].fd, SHUT_RD))
+		dir_forget_queued(&r->dir[CLIENT]);
 	/*
 	 * A send that queued its skb before the shutdown runs its verdict after it: the drain
 	 * (its pass, or the shortcut for a way nothing was redirected on) must not begin

@@ -370,6 +370,12 @@ void dir_take_queued(struct redirect *r, int src)
 	dir->queued_peeked = (size_t)n;
 }
 
+void dir_forget_queued(struct direction *dir)
+{
+	dir->buf_len -= dir->queued_peeked;
+	dir->queued_peeked = 0;
+}
+
 /*
  * The daemon's own direction: copy until EOF, then pass the half-close on. Out of the target
  * it splices: the target is never a verdict source, so its own queue holds all its data

@@ -101,6 +101,7 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 		rec->dir[i].user_packets = dir->user_packets;
 		rec->dir[i].inject_bytes = dir->inject_bytes;
 		rec->dir[i].held_taken = dir->held_taken;
+		rec->dir[i].peeked = (uint32_t)dir->queued_peeked;
 		if (dir_pending(dir)) {
 			err = dir_pipe_into_buf(dir);
 			err = err ?: pending_to_memfd(dir);
@@ -206,6 +207,7 @@ static void restore_direction(struct redirect *r, int d, const struct redirect_r
 	dir->user_packets = rec->dir[d].user_packets;
 	dir->inject_bytes = rec->dir[d].inject_bytes;
 	dir->held_taken = rec->dir[d].held_taken;
+	dir->queued_peeked = rec->dir[d].peeked;
 	dir->buf = buf;
 	dir->buf_size = buf_size;
 	dir->buf_len = rec->dir[d].pending;
@@ -310,7 +312,13 @@ int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
 		__atomic_store_n(&gate->hold_cookie, 0, __ATOMIC_RELEASE);
 	}
 	enter_phase(r, rec->phase);
-	if (kernel && r->dir[CLIENT].state == DIR_OPEN && r->ep[CLIENT].in_map)
+	/*
+	 * What waits in the client's own queue was left behind at the insert (a catch-up goes
+	 * back to DIR_OPEN with it, a sweep takes it): the queue says it, as after an insert.
+	 */
+	if (kernel && r->ep[CLIENT].in_map &&
+	    (r->dir[CLIENT].state == DIR_OPEN || r->dir[CLIENT].state == DIR_SWEEP ||
+	     r->dir[CLIENT].state == DIR_CATCHUP))
 		dir_watch_left_behind(r, CLIENT);
 	redirect_log(r, LOG_DEBUG,
 		     "taken back from the previous instance: %s, client->target %s "

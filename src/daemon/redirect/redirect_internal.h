@@ -287,5 +287,7 @@ int dir_pipe_into_buf(struct direction *dir);
 /* DIR_COPY: read everything the source has queued now into the buffer (a vsock client's,
  * before a close on request shuts it down for reading). */
 void dir_take_queued(struct redirect *r, int src);
+/* The shutdown that was to follow failed: the bytes copied are read again, drop the copy. */
+void dir_forget_queued(struct direction *dir);
 
 #endif

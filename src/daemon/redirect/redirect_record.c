@@ -9,10 +9,14 @@
  *   22  u16 fds         24  u64 started_usec   32  u64 connect_deadline_usec
  *   40  u64 idle_since_usec                    48  u64 idle_mark
  *   56  u8 client flags 57  u8 target flags    58  u8 section length   59  0
- *   60  client to target, 100 target to client, 40 bytes each:
+ *   60  client to target, 108 target to client, 48 bytes each:
  *       +0 u8 state  +1 u8 flags  +2 u16 0  +4 u32 pending  +8 u64 user_bytes
  *       +16 u64 user_packets  +24 u64 inject_bytes  +32 u64 held_taken
- *   140 the section's name, not terminated
+ *       +40 u32 peeked  +44 u32 0
+ *   156 the section's name, not terminated
+ *
+ * Phases and states travel as numbers of their own (the tables below), not as the enums'
+ * values, so that the enums can change without changing what a record means.
  *
  * Pure functions over bytes: no socket, no map (tests/unit/test_redirect_record.c).
  */
@@ -24,10 +28,11 @@
 
 #include "redirect_phase.h"
 #include "redirect_record.h"
+#include "util.h"
 #include "vsockmap.h"
 
 #define SLOT_USERSPACE VSOCKMAP_MAX_REDIRECTS /* REDIRECT_SLOT_USERSPACE (redirect.h) */
-#define DIR_OFF(d)     (60 + 40 * (d))
+#define DIR_OFF(d)     (60 + 48 * (d))
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -71,6 +76,29 @@ static uint64_t get64(const uint8_t *p)
 	return le64toh(v);
 }
 
+/* The phases a redirect is handed over in, by their number in the format. */
+static const unsigned int wire_phase[] = {
+    [0] = PHASE_CONNECTING, [1] = PHASE_RUNNING,      [2] = PHASE_CLOSING,
+    [3] = PHASE_STOPPING,   [4] = PHASE_IDLE_CLOSING,
+};
+
+/* Direction states, by their number in the format. */
+static const unsigned int wire_state[] = {
+    [0] = DIR_SYNC,	[1] = DIR_OPEN,	    [2] = DIR_SWEEP, [3] = DIR_CATCHUP,
+    [4] = DIR_DRAINING, [5] = DIR_UNHASHED, [6] = DIR_COPY,  [7] = DIR_DONE,
+};
+
+/* A value's number in a table, or -1. */
+static int wire_of(const unsigned int *table, size_t n, unsigned int value)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (table[i] == value)
+			return (int)i;
+	return -1;
+}
+
 unsigned int redirect_record_fd_count(const struct redirect_record *rec)
 {
 	return (unsigned int)__builtin_popcount(rec->fds);
@@ -98,6 +126,22 @@ static bool section_valid(const char *s, size_t len)
 	return true;
 }
 
+/*
+ * The states a direction can be in on its path: the kernel's (sync, open, sweep, catch-up,
+ * draining, unhashed) on the client's way of a pair in the maps only; the target's way is
+ * the daemon's on every path. A connecting pair has states only once it is connected.
+ */
+static bool state_fits(const struct redirect_record *rec, int d)
+{
+	unsigned int st = rec->dir[d].state;
+
+	if (rec->phase == PHASE_CONNECTING)
+		return st == DIR_SYNC;
+	if (st == DIR_COPY || st == DIR_DONE)
+		return true;
+	return d == 0 && rec->slot != SLOT_USERSPACE;
+}
+
 /* What every version must hold: both sockets, known states, a slot in range. */
 static bool record_valid(const struct redirect_record *rec)
 {
@@ -110,7 +154,8 @@ static bool record_valid(const struct redirect_record *rec)
 	    !section_valid(rec->section, strnlen(rec->section, sizeof(rec->section))))
 		return false;
 	for (d = 0; d < 2; d++) {
-		if (rec->dir[d].state >= NR_DIR_STATES || rec->dir[d].flags & ~RECORD_DIR_FLAGS)
+		if (rec->dir[d].state >= NR_DIR_STATES || rec->dir[d].flags & ~RECORD_DIR_FLAGS ||
+		    !state_fits(rec, d) || rec->dir[d].pending > REDIRECT_RECORD_PENDING_MAX)
 			return false;
 		/* Bytes held, and the memfd that holds them, come together. */
 		if (!rec->dir[d].pending != !(rec->fds & (1u << RECORD_FD(d, RECORD_DIR_PENDING))))
@@ -127,7 +172,7 @@ int redirect_record_encode(const struct redirect_record *rec, void *buf, size_t 
 
 	if (len < REDIRECT_RECORD_FIXED + name_len)
 		return -ENOSPC;
-	if (!record_valid(rec) || rec->phase > 0xff)
+	if (!record_valid(rec))
 		return -EINVAL;
 	memset(p, 0, REDIRECT_RECORD_FIXED);
 	memcpy(p, REDIRECT_RECORD_MAGIC, sizeof(REDIRECT_RECORD_MAGIC) - 1); /* not terminated */
@@ -135,7 +180,7 @@ int redirect_record_encode(const struct redirect_record *rec, void *buf, size_t 
 	put16(p + 6, (uint16_t)(REDIRECT_RECORD_FIXED + name_len));
 	put64(p + 8, rec->id);
 	put32(p + 16, rec->slot);
-	p[20] = (uint8_t)rec->phase;
+	p[20] = (uint8_t)wire_of(wire_phase, ARRAY_SIZE(wire_phase), rec->phase);
 	p[21] = (rec->linked ? 1 : 0) | (rec->userspace ? 2 : 0);
 	put16(p + 22, (uint16_t)rec->fds);
 	put64(p + 24, rec->started_usec);
@@ -148,13 +193,14 @@ int redirect_record_encode(const struct redirect_record *rec, void *buf, size_t 
 	for (d = 0; d < 2; d++) {
 		uint8_t *q = p + DIR_OFF(d);
 
-		q[0] = (uint8_t)rec->dir[d].state;
+		q[0] = (uint8_t)wire_of(wire_state, ARRAY_SIZE(wire_state), rec->dir[d].state);
 		q[1] = (uint8_t)rec->dir[d].flags;
 		put32(q + 4, rec->dir[d].pending);
 		put64(q + 8, rec->dir[d].user_bytes);
 		put64(q + 16, rec->dir[d].user_packets);
 		put64(q + 24, rec->dir[d].inject_bytes);
 		put64(q + 32, rec->dir[d].held_taken);
+		put32(q + 40, rec->dir[d].peeked);
 	}
 	memcpy(p + REDIRECT_RECORD_FIXED, rec->section, name_len);
 	return (int)(REDIRECT_RECORD_FIXED + name_len);
@@ -191,7 +237,9 @@ int redirect_record_decode(const void *buf, size_t len, unsigned int n_fds,
 	rec->version = *version;
 	rec->id = get64(p + 8);
 	rec->slot = get32(p + 16);
-	rec->phase = p[20];
+	if (p[20] >= ARRAY_SIZE(wire_phase))
+		return -EINVAL;
+	rec->phase = wire_phase[p[20]];
 	rec->linked = p[21] & 1;
 	rec->userspace = p[21] & 2;
 	rec->fds = get16(p + 22);
@@ -204,14 +252,20 @@ int redirect_record_decode(const void *buf, size_t len, unsigned int n_fds,
 	for (d = 0; d < 2; d++) {
 		const uint8_t *q = p + DIR_OFF(d);
 
-		rec->dir[d].state = q[0];
+		if (q[0] >= ARRAY_SIZE(wire_state))
+			return -EINVAL;
+		rec->dir[d].state = wire_state[q[0]];
 		rec->dir[d].flags = q[1];
 		rec->dir[d].pending = get32(q + 4);
 		rec->dir[d].user_bytes = get64(q + 8);
 		rec->dir[d].user_packets = get64(q + 16);
 		rec->dir[d].inject_bytes = get64(q + 24);
 		rec->dir[d].held_taken = get64(q + 32);
+		rec->dir[d].peeked = get32(q + 40);
 	}
+	/* The name as it stands, all of it: a NUL inside would cut it short. */
+	if (memchr(p + REDIRECT_RECORD_FIXED, '\0', name_len))
+		return -EINVAL;
 	memcpy(rec->section, p + REDIRECT_RECORD_FIXED, name_len);
 	rec->section[name_len] = '\0';
 	if (!record_valid(rec) || redirect_record_fd_count(rec) != n_fds)

@@ -24,8 +24,14 @@
 #define REDIRECT_RECORD_MAGIC	"VSMP"
 #define REDIRECT_RECORD_VERSION 1
 /* The fixed part of version 1; the section's name follows it. */
-#define REDIRECT_RECORD_FIXED 140
+#define REDIRECT_RECORD_FIXED 156
 #define REDIRECT_RECORD_MAX   (REDIRECT_RECORD_FIXED + CONFIG_NAME_MAX)
+/*
+ * The most bytes a direction's memfd may hold: a sweep takes what a client left queued (its
+ * send buffer, which it may have forced large), plus the daemon's buffer and pipe. A record
+ * that says more is not a daemon's.
+ */
+#define REDIRECT_RECORD_PENDING_MAX (256u * 1024 * 1024)
 
 /* Which ways are finished, in a version 0 name (and nowhere else). */
 #define REDIRECT_HALF_CLIENT 1 /* client to target */
@@ -52,12 +58,13 @@ enum record_dir_fd {
 #define RECORD_NR_FDS	     RECORD_FD(2, 0)
 
 /* Endpoint flags: what the daemon knew of each socket. */
-#define RECORD_EP_IN_MAP      0x01 /* in a sockhash (the client as a source, the target in egress) */
-#define RECORD_EP_HUP	      0x02 /* closed or broken: nothing more can be sent to it */
-#define RECORD_EP_BROKEN      0x04 /* epoll said HUP or ERR */
-#define RECORD_EP_SHUT_SEEN   0x08 /* its peer shut down writing */
-#define RECORD_EP_LINGER_SHUT 0x10 /* a TCP end shut for writing at the close (redirect_linger.c)  \
-				    */
+#define RECORD_EP_IN_MAP    0x01 /* in a sockhash (the client as a source, the target in egress) */
+#define RECORD_EP_HUP	    0x02 /* closed or broken: nothing more can be sent to it */
+#define RECORD_EP_BROKEN    0x04 /* epoll said HUP or ERR */
+#define RECORD_EP_SHUT_SEEN 0x08 /* its peer shut down writing */
+#define RECORD_EP_LINGER_SHUT                                                                      \
+	0x10 /* a TCP end shut for writing at the close (redirect_linger.c)                        \
+	      */
 #define RECORD_EP_FLAGS 0x1f
 
 /* Direction flags. */
@@ -83,6 +90,7 @@ struct redirect_record {
 		uint64_t user_bytes, user_packets; /* what the daemon forwarded so far */
 		uint64_t inject_bytes;		   /* written into its injector so far */
 		uint64_t held_taken;		   /* of the gate's held count, read so far */
+		uint32_t peeked; /* a vsock client shut down: bytes copied out of its queue */
 	} dir[2];
 	uint32_t fds; /* bit RECORD_FD_*: that descriptor travels, in that order */
 	char section[CONFIG_NAME_MAX];

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/vm_sockets.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "socket_address.h"
@@ -67,4 +68,47 @@ int address_sockaddr(const struct address *addr, struct sockaddr_storage *ss, so
 	default:
 		return -EINVAL;
 	}
+}
+
+/* The same address, field by field (getsockname() leaves padding as it likes). */
+static bool same_sockaddr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	switch (a->ss_family) {
+	case AF_VSOCK: {
+		const struct sockaddr_vm *x = (const void *)a, *y = (const void *)b;
+
+		return x->svm_cid == y->svm_cid && x->svm_port == y->svm_port;
+	}
+	case AF_INET: {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	case AF_INET6: {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	default:
+		return false;
+	}
+}
+
+bool socket_bound_to(int fd, const struct address *addr)
+{
+	struct sockaddr_storage bound, want;
+	struct sockaddr_un *sun = (struct sockaddr_un *)&bound;
+	socklen_t len = sizeof(bound), want_len;
+
+	memset(&bound, 0, sizeof(bound));
+	if (getsockname(fd, (struct sockaddr *)&bound, &len))
+		return false;
+	if (address_has_file(addr))
+		return bound.ss_family == AF_UNIX &&
+		       len > offsetof(struct sockaddr_un, sun_path) && sun->sun_path[0] &&
+		       !strncmp(sun->sun_path, addr->path, sizeof(sun->sun_path));
+	return !address_sockaddr(addr, &want, &want_len) && same_sockaddr(&bound, &want);
 }

@@ -3,6 +3,7 @@
 #ifndef VSOCKMAP_SOCKET_ADDRESS_H
 #define VSOCKMAP_SOCKET_ADDRESS_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -16,5 +17,8 @@ int sockaddr_un_from_path(const char *path, struct sockaddr_un *sun);
  * IPv6, numeric), UNIX-CONNECT. 0, -ENAMETOOLONG, or -EINVAL for another kind.
  */
 int address_sockaddr(const struct address *addr, struct sockaddr_storage *ss, socklen_t *len);
+
+/* fd is bound to addr (a unix socket to its path, another to its address and port). */
+bool socket_bound_to(int fd, const struct address *addr);
 
 #endif

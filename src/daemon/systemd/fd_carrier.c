@@ -175,10 +175,11 @@ int fd_carrier_unpack(struct passed_fds *p, fd_carrier_take_fn take, void *ctx, 
 		    strncmp(p->v[i].name, FD_CARRIER_PREFIX, len))
 			continue;
 		r = unpack_one(p->v[i].fd, take, ctx, bad);
-		/* The entry stays, without its fd: its name still leaves systemd's store. */
-		safe_close(passed_fds_take(p, i));
+		/* Read only in part: it keeps what is left, and its fd (no FDSTOREREMOVE for it). */
 		if (r < 0)
 			return r;
+		/* The entry stays, without its fd: its name still leaves systemd's store. */
+		safe_close(passed_fds_take(p, i));
 		taken += r;
 	}
 	return taken;

@@ -58,8 +58,8 @@ typedef int (*fd_carrier_take_fn)(void *ctx, const void *msg, size_t len, int *f
 
 /*
  * The starting side: every message of every carrier in p, in order, to take(); each carrier
- * is closed once read (its entry stays, without its fd, so that its name still leaves the
- * store). A message cut short in transit (too long, too many descriptors) has its
+ * is closed once read to its end (its entry stays, without its fd, so that its name still
+ * leaves the store); one read in part keeps its fd. A message cut short in transit (too long, too many descriptors) has its
  * descriptors closed and is counted in *bad. Returns the number of messages taken, or -errno.
  */
 int fd_carrier_unpack(struct passed_fds *p, fd_carrier_take_fn take, void *ctx, unsigned int *bad);

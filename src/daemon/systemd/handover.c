@@ -326,22 +326,39 @@ void handover_reserve_ids(struct daemon *d)
 		redirect_table_reserve_id(&d->env.redirects, d->handover.pairs[i].rec.id);
 }
 
+size_t handover_kernel_pairs(const struct daemon *d)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < d->handover.n_pairs; i++)
+		n += d->handover.pairs[i].rec.slot != REDIRECT_SLOT_USERSPACE;
+	return n;
+}
+
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 {
-	const struct redirect_record *rec;
-	size_t i;
+	struct handover_state *h = &d->handover;
+	struct handed_pair *p;
+	size_t i, kept = 0;
 	int err;
 
-	for (i = 0; i < d->handover.n_pairs; i++) {
-		rec = &d->handover.pairs[i].rec;
-		if (rec->slot == REDIRECT_SLOT_USERSPACE)
+	for (i = 0; i < h->n_pairs; i++) {
+		p = &h->pairs[i];
+		err = p->rec.slot == REDIRECT_SLOT_USERSPACE ? 0 : reserve(ctx, p->rec.slot);
+		if (err == -ENOMEM)
+			return log_errno(LOG_ERR, err, "taking back the slots of the redirects");
+		if (err) {
+			/* Another pair's slot, or one this object does not have: it cannot go on. */
+			log_errno(LOG_WARNING, err,
+				  "[%s] redirect %" PRIu64 " handed over in slot %" PRIu32
+				  ", which cannot be taken back: closed",
+				  p->rec.section, p->rec.id, p->rec.slot);
+			pair_close(p);
 			continue;
-		err = reserve(ctx, rec->slot);
-		if (err)
-			return log_errno(LOG_ERR, err,
-					 "taking back slot %" PRIu32 " of redirect %" PRIu64,
-					 rec->slot, rec->id);
+		}
+		h->pairs[kept++] = *p;
 	}
+	h->n_pairs = kept;
 	return 0;
 }
 
@@ -484,16 +501,24 @@ int handover_adopt(struct daemon *d)
 	return n;
 }
 
-/* A stored listener nobody claimed: its section is gone, and so is its socket file. */
-static void unlink_listener(int fd)
+/*
+ * A stored listener nobody claimed: its section is gone, and so is its socket file, unless a
+ * listener of this instance uses that path now (a socket systemd passed, one bound anew).
+ */
+static void unlink_listener(struct daemon *d, int fd)
 {
 	struct sockaddr_un sa = {};
 	socklen_t len = sizeof(sa);
+	size_t i;
 
 	if (getsockname(fd, (struct sockaddr *)&sa, &len) || sa.sun_family != AF_UNIX ||
 	    len <= offsetof(struct sockaddr_un, sun_path) || !sa.sun_path[0])
 		return;
 	sa.sun_path[sizeof(sa.sun_path) - 1] = '\0';
+	for (i = 0; i < d->n_listeners; i++)
+		if (address_has_file(&d->listeners[i]->rc->listen) &&
+		    !strcmp(d->listeners[i]->rc->listen.path, sa.sun_path))
+			return;
 	unlink(sa.sun_path);
 }
 
@@ -511,11 +536,22 @@ void handover_finish(struct daemon *d)
 			continue;
 		if (!strncmp(stored_name(d, i), STORED_LISTENER_PREFIX,
 			     strlen(STORED_LISTENER_PREFIX)))
-			unlink_listener(d->passed.v[i].fd);
+			unlink_listener(d, d->passed.v[i].fd);
 		safe_close(passed_fds_take(&d->passed, i));
 	}
 	if (n_stored)
 		log_debug("restart: %zu stored fds taken from systemd's fd store", n_stored);
+}
+
+/* Carriers read to their end (fd_carrier_unpack() left their entries without an fd). */
+static void drop_read_carriers(struct daemon *d)
+{
+	size_t i, len = strlen(FD_CARRIER_PREFIX);
+
+	for (i = 0; i < d->passed.n; i++)
+		if (d->passed.v[i].fd < 0 && d->passed.v[i].name &&
+		    !strncmp(d->passed.v[i].name, FD_CARRIER_PREFIX, len))
+			sd_notifyf(0, "FDSTOREREMOVE=1\nFDNAME=%s", d->passed.v[i].name);
 }
 
 /* The descriptors of a pair in the order its record names them. */
@@ -562,6 +598,12 @@ void handover_give_back(struct daemon *d)
 	}
 	fd_carrier_finish(&carrier);
 	forget_pairs(h);
+	/*
+	 * The carriers read empty leave the store, or each failed start would add one more
+	 * until FileDescriptorStoreMax refused the next: the one that holds them now.
+	 */
+	if (carrier.n)
+		drop_read_carriers(d);
 	if (given || lost)
 		log_notice(
 		    "not started: gave %zu redirect%s back to systemd's fd store for the next "
@@ -731,5 +773,5 @@ void handover_start(struct daemon *d, void (*stop)(struct daemon *d))
 		stop(d);
 		return;
 	}
-	sd_event_exit(d->env.event, 0);
+	sd_event_exit(d->env.event, HANDOVER_EXIT_STATUS);
 }

@@ -37,6 +37,9 @@ int handover_collect(struct daemon *d);
  */
 void handover_reserve_ids(struct daemon *d);
 
+/* How many of the redirects read run on the kernel path (they need the stored maps). */
+size_t handover_kernel_pairs(const struct daemon *d);
+
 /* Slots of the redirects read, so that nothing else takes them: calls reserve() for each. */
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
 
@@ -62,6 +65,14 @@ void handover_give_back(struct daemon *d);
 
 /* Close the inherited probe links (the daemon is done with every redirect). */
 void handover_close_probe_links(struct daemon *d);
+
+/*
+ * The daemon's exit status once it handed everything over (EX_TEMPFAIL): the unit counts it
+ * a success (SuccessExitStatus=) and starts the daemon again whatever else happens
+ * (RestartForceExitStatus=), so that a SIGUSR2 that is no restart job (a stray kill, say)
+ * restarts the service too, instead of leaving its fd store to be dropped.
+ */
+#define HANDOVER_EXIT_STATUS 75
 
 /*
  * systemd restarts the unit (its RestartKillSignal=): stop accepting, hand every redirect,

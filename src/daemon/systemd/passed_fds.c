@@ -75,17 +75,6 @@ int passed_fds_take(struct passed_fds *p, size_t i)
 	return fd;
 }
 
-int passed_fds_take_name(struct passed_fds *p, const char *prefix, const char *name)
-{
-	size_t i, len = strlen(prefix);
-
-	for (i = 0; i < p->n; i++)
-		if (p->v[i].fd >= 0 && p->v[i].name && !strncmp(p->v[i].name, prefix, len) &&
-		    !strcmp(p->v[i].name + len, name))
-			return passed_fds_take(p, i);
-	return -ENOENT;
-}
-
 void passed_fds_release(struct passed_fds *p)
 {
 	size_t i;

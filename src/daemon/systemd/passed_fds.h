@@ -39,8 +39,6 @@ bool passed_fd_stored(const struct passed_fd *f);
 /* Entry i's fd, now the caller's; the entry stays, with fd -1. */
 int passed_fds_take(struct passed_fds *p, size_t i);
 
-/* Take the fd named prefix + name, not taken yet: the fd, or -ENOENT. */
-int passed_fds_take_name(struct passed_fds *p, const char *prefix, const char *name);
 
 /* Close what nobody took, and forget every entry. */
 void passed_fds_release(struct passed_fds *p);
