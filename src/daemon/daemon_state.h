@@ -20,8 +20,8 @@ struct redirect;
 struct control_server;
 struct daemon;
 
-/* The queue probe links of previous instances this one keeps (handover.c). */
-#define HANDOVER_PROBE_LINKS_MAX 16
+/* The queue probe links of previous instances this one keeps at most (handover.c). */
+#define HANDOVER_PROBE_LINKS_MAX 1024
 
 /* A redirect read from a carrier (or, from a version before carriers, the fd store itself). */
 struct handed_pair {
@@ -36,7 +36,11 @@ struct handover_state {
 	struct handed_pair *pairs; /* starting: read from the carriers, not yet taken back */
 	size_t n_pairs, cap_pairs;
 	bool sha_warned; /* starting: the stored maps are another build's (said once) */
-	int probe_links[HANDOVER_PROBE_LINKS_MAX]; /* inherited, for the sockets taken back */
+	/* Inherited, for the sockets taken back: each with the instance it was made by. */
+	struct {
+		uint32_t generation;
+		int fd;
+	} probe_links[HANDOVER_PROBE_LINKS_MAX];
 	size_t n_probe_links;
 };
 

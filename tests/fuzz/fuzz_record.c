@@ -24,7 +24,7 @@ static int same_record(const struct redirect_record *a, const struct redirect_re
 	    a->connect_deadline_usec != b->connect_deadline_usec ||
 	    a->idle_since_usec != b->idle_since_usec || a->idle_mark != b->idle_mark ||
 	    a->ep_flags[0] != b->ep_flags[0] || a->ep_flags[1] != b->ep_flags[1] ||
-	    a->fds != b->fds || strcmp(a->section, b->section))
+	    a->fds != b->fds || a->origin != b->origin || strcmp(a->section, b->section))
 		return 0;
 	for (d = 0; d < 2; d++)
 		if (a->dir[d].state != b->dir[d].state || a->dir[d].flags != b->dir[d].flags ||

@@ -57,6 +57,9 @@ rs_start() {
 rs_stop() {
 	rs_ctl stop >/dev/null 2>&1
 	wait "$RS_SD" 2>/dev/null
+	# A sanitizer's report from any instance (the sanitize layer looks for these lines).
+	grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$RS_DIR/daemon.log" \
+		2>/dev/null | head -n 40
 	kill "${RS_PEERS[@]}" 2>/dev/null
 	wait "${RS_PEERS[@]}" 2>/dev/null
 	RS_PEERS=()

@@ -1204,8 +1204,8 @@ if want start; then
 			want_one restart restart-slow-sink && test_restart_slow_sink ${dp:+"$dp"}
 			want_one restart restart-failed-start && test_restart_failed_start ${dp:+"$dp"}
 		done
-		want soak-restart && test_soak_restart auto
-		want soak-restart && test_soak_restart kernel
+		want_one soak-restart soak-restart-auto && test_soak_restart auto
+		want_one soak-restart soak-restart-kernel && test_soak_restart kernel
 		test_stop_clean
 	fi
 fi

@@ -32,6 +32,7 @@ static struct redirect_record busy_record(void)
 	    .connect_deadline_usec = 5000,
 	    .idle_since_usec = 987654321,
 	    .idle_mark = 0xdeadbeefcafeull,
+	    .origin = 41,
 	    .ep_flags = {RECORD_EP_IN_MAP, RECORD_EP_IN_MAP | RECORD_EP_SHUT_SEEN},
 	    .fds =
 		1u << RECORD_FD_CLIENT | 1u << RECORD_FD_TARGET |
@@ -113,7 +114,7 @@ static void test_malformed(void **state)
 	assert_int_equal(redirect_record_decode(buf, len, 7, &out, &version), -EINVAL);
 	/* A state, a phase, a flag or a section name no daemon writes. */
 	memcpy(bad, buf, len);
-	bad[60] = NR_DIR_STATES;
+	bad[64] = NR_DIR_STATES;
 	assert_int_equal(redirect_record_decode(bad, len, 6, &out, &version), -EINVAL);
 	memcpy(bad, buf, len);
 	bad[20] = PHASE_FREED;
@@ -145,7 +146,7 @@ static void test_malformed(void **state)
 	in.dir[0].pending = REDIRECT_RECORD_PENDING_MAX + 1;
 	assert_int_equal(redirect_record_encode(&in, buf, sizeof(buf)), -EINVAL);
 	memcpy(bad, buf, len);
-	bad[64 + 3] = 0xff; /* pending, little-endian, past the limit */
+	bad[68 + 3] = 0xff; /* pending, little-endian, past the limit */
 	assert_int_equal(redirect_record_decode(bad, len, 6, &out, &version), -EINVAL);
 	in = busy_record();
 	/* Without its target socket. */
@@ -175,6 +176,7 @@ static void test_version_0_name(void **state)
 	assert_int_equal(out.dir[0].state, DIR_DONE); /* HALF 1: the client's way is done */
 	assert_int_equal(out.dir[1].state, DIR_COPY);
 	assert_int_equal(out.ep_flags[0], RECORD_EP_IN_MAP);
+	assert_int_equal(out.origin, RECORD_ORIGIN_UNKNOWN);
 	assert_int_equal(redirect_record_decode(user, sizeof(user), 2, &out, &version), 0);
 	assert_int_equal(out.slot, REDIRECT_SLOT_USERSPACE);
 	assert_true(!out.linked && out.userspace);

@@ -407,6 +407,7 @@ struct redirect *redirect_new(struct redirect_env *env, const struct redirect_ow
 	r->owner = owner;
 	r->id = id;
 	r->userspace = userspace;
+	r->origin = env->generation;
 	r->started_usec = now_usec();
 	r->ep[CLIENT].fd = client_fd;
 	r->ep[TARGET].fd = target_fd;

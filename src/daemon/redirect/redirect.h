@@ -63,7 +63,8 @@ struct redirect_env {
 	struct redirect_table redirects; /* live stream redirects, newest first, and their ids */
 	struct redirect_loop loop;	 /* their epoll set (redirect_events.c) */
 	uint64_t late_inserts;		 /* client bytes arrived while its socket entered the map */
-	bool handing_over;		 /* restarting: redirects settle, then go to the fd store */
+	bool handing_over;		 /* restarting: every redirect goes to the fd store */
+	uint32_t generation; /* this instance's number in the chain of restarts (handover.c) */
 	bool stopping; /* stopping: redirects finish, then the loop exits (stop_drain.c) */
 };
 
@@ -160,8 +161,8 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 void redirect_mark_handed_over(struct redirect *r);
 /* Marked so: redirect_free() closes only this instance's copies of its descriptors. */
 bool redirect_handed_over(const struct redirect *r);
-/* Taken back from a previous instance: its sockets were made in another cgroup. */
-bool redirect_adopted(const struct redirect *r);
+/* The instance that made its target socket (the queue probe's link it needs). */
+uint32_t redirect_origin(const struct redirect *r);
 /*
  * Build back the redirect a record describes, from its descriptors (fds[] in RECORD_FD_*
  * places, -1 for those it does not name), and step it; cookie: its sockets' (read by the

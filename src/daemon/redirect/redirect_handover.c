@@ -88,6 +88,7 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 	rec->connect_deadline_usec = r->connect.deadline_usec;
 	rec->idle_since_usec = r->idle_since_usec;
 	rec->idle_mark = r->idle_bytes;
+	rec->origin = r->origin;
 	snprintf(rec->section, sizeof(rec->section), "%s", r->owner->rc->name);
 	carry(rec, fds, RECORD_FD_CLIENT, r->ep[CLIENT].fd);
 	carry(rec, fds, RECORD_FD_TARGET, r->ep[TARGET].fd);
@@ -132,9 +133,9 @@ bool redirect_handed_over(const struct redirect *r)
 	return r->phase == PHASE_HANDED_OVER;
 }
 
-bool redirect_adopted(const struct redirect *r)
+uint32_t redirect_origin(const struct redirect *r)
 {
-	return r->adopted;
+	return r->origin;
 }
 
 /* ---- the starting side ---- */
@@ -281,6 +282,7 @@ int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
 		goto fail;
 	}
 	r->adopted = true;
+	r->origin = rec->origin;
 	if (rec->started_usec && rec->started_usec <= now)
 		r->started_usec = rec->started_usec;
 	r->connect.deadline_usec = rec->connect_deadline_usec;

@@ -127,6 +127,7 @@ struct redirect {
 	bool has_slot;
 	bool userspace; /* the daemon carries both ways: no sockhash (datapath=userspace) */
 	bool adopted;	/* taken back from a previous instance (redirect_adopt()) */
+	uint32_t origin; /* the instance that made its target socket (redirect_record.h) */
 	bool linked;	/* the client's cookie is in the links map */
 	enum redirect_phase phase; /* changed by redirect_enter() only */
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */

@@ -9,11 +9,12 @@
  *   22  u16 fds         24  u64 started_usec   32  u64 connect_deadline_usec
  *   40  u64 idle_since_usec                    48  u64 idle_mark
  *   56  u8 client flags 57  u8 target flags    58  u8 section length   59  0
- *   60  client to target, 108 target to client, 48 bytes each:
+ *   60  u32 origin (the instance that made the target socket)
+ *   64  client to target, 112 target to client, 48 bytes each:
  *       +0 u8 state  +1 u8 flags  +2 u16 0  +4 u32 pending  +8 u64 user_bytes
  *       +16 u64 user_packets  +24 u64 inject_bytes  +32 u64 held_taken
  *       +40 u32 peeked  +44 u32 0
- *   156 the section's name, not terminated
+ *   160 the section's name, not terminated
  *
  * Phases and states travel as numbers of their own (the tables below), not as the enums'
  * values, so that the enums can change without changing what a record means.
@@ -32,7 +33,7 @@
 #include "vsockmap.h"
 
 #define SLOT_USERSPACE VSOCKMAP_MAX_REDIRECTS /* REDIRECT_SLOT_USERSPACE (redirect.h) */
-#define DIR_OFF(d)     (60 + 48 * (d))
+#define DIR_OFF(d)     (64 + 48 * (d))
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -190,6 +191,7 @@ int redirect_record_encode(const struct redirect_record *rec, void *buf, size_t 
 	p[56] = (uint8_t)rec->ep_flags[0];
 	p[57] = (uint8_t)rec->ep_flags[1];
 	p[58] = (uint8_t)name_len;
+	put32(p + 60, rec->origin);
 	for (d = 0; d < 2; d++) {
 		uint8_t *q = p + DIR_OFF(d);
 
@@ -249,6 +251,7 @@ int redirect_record_decode(const void *buf, size_t len, unsigned int n_fds,
 	rec->idle_mark = get64(p + 48);
 	rec->ep_flags[0] = p[56];
 	rec->ep_flags[1] = p[57];
+	rec->origin = get32(p + 60);
 	for (d = 0; d < 2; d++) {
 		const uint8_t *q = p + DIR_OFF(d);
 
@@ -288,6 +291,7 @@ int redirect_record_from_name(const char *name, struct redirect_record *rec)
 	rec->fds = 1u << RECORD_FD_CLIENT | 1u << RECORD_FD_TARGET;
 	rec->linked = rec->slot != SLOT_USERSPACE;
 	rec->userspace = !rec->linked;
+	rec->origin = RECORD_ORIGIN_UNKNOWN;
 	if (rec->linked)
 		rec->ep_flags[0] = rec->ep_flags[1] = RECORD_EP_IN_MAP;
 	/* A client way that was not done settled in the kernel's hands: open (or copied). */

@@ -24,7 +24,7 @@
 #define REDIRECT_RECORD_MAGIC	"VSMP"
 #define REDIRECT_RECORD_VERSION 1
 /* The fixed part of version 1; the section's name follows it. */
-#define REDIRECT_RECORD_FIXED 156
+#define REDIRECT_RECORD_FIXED 160
 #define REDIRECT_RECORD_MAX   (REDIRECT_RECORD_FIXED + CONFIG_NAME_MAX)
 /*
  * The most bytes a direction's memfd may hold: a sweep takes what a client left queued (its
@@ -57,6 +57,8 @@ enum record_dir_fd {
 #define RECORD_FD(dir, what) (RECORD_FD_DIR0 + (dir)*RECORD_FD_PER_DIR + (what))
 #define RECORD_NR_FDS	     RECORD_FD(2, 0)
 
+#define RECORD_ORIGIN_UNKNOWN UINT32_MAX
+
 /* Endpoint flags: what the daemon knew of each socket. */
 #define RECORD_EP_IN_MAP    0x01 /* in a sockhash (the client as a source, the target in egress) */
 #define RECORD_EP_HUP	    0x02 /* closed or broken: nothing more can be sent to it */
@@ -82,6 +84,12 @@ struct redirect_record {
 	uint64_t connect_deadline_usec; /* connecting: when the connect gives up */
 	uint64_t idle_since_usec;	/* idle-timeout: nothing moved since (0: not looked yet) */
 	uint64_t idle_mark;		/* ... and what had moved by then */
+	/*
+	 * The instance that made its target socket, by its number in the chain of instances
+	 * (redirect_env.generation): the queue probe answers for that socket while that
+	 * instance's probe link lives. RECORD_ORIGIN_UNKNOWN: any of them (version 0).
+	 */
+	uint32_t origin;
 	unsigned int ep_flags[2];	/* RECORD_EP_*, client then target */
 	struct {
 		unsigned int state;		   /* enum dir_state */

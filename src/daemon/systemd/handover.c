@@ -23,8 +23,9 @@
  *   vsm-map.SHA.NAME               a map of the main object; SHA: its first 16 hex digits
  *   vsm-listen.SECTION             a listening socket the daemon created
  *   vsm-carrier.N                  a carrier: redirects, each one message
- *   vsm-probe.N                    the queue probe's cgroup link (N = 0), and those of
- *                                  earlier instances this one still needs (1, 2, ...)
+ *   vsm-probe.G                    the queue probe's cgroup link of instance G: this
+ *                                  instance's, and those of earlier instances whose target
+ *                                  sockets a redirect handed over still has
  *   vsm-pair.ID.SLOT.HALF.c.SECTION  read only: a redirect's client socket as a version
  *                                  before carriers stored it ("t": its target socket)
  *
@@ -35,8 +36,10 @@
  * the timed heuristic, which a vsock reader granting credit in bursts can fool into shutting
  * the target down before the kernel has sent everything (the bytes it still held were lost,
  * and the backlog's next send failed with EPIPE). Kept, the link keeps the probe on that
- * cgroup for as long as its sockets live. An instance keeps what it inherited until its own
- * end, and hands it on only while a redirect it took back is handed on too.
+ * cgroup for as long as its sockets live. Instances are numbered in the chain of restarts
+ * (redirect_env.generation), each redirect's record says which made its target socket
+ * (origin), and a link is handed on only while a redirect made by its instance is: a chain
+ * of restarts would otherwise carry every link while one old pair lived.
  *
  * Not handed over: UNIX-RECV sockets (closed and made again, so datagrams sent meanwhile
  * fail at the sender), and listeners systemd passed by socket activation (the .socket unit
@@ -296,6 +299,40 @@ static int collect_stored_pairs(struct daemon *d)
 	return 0;
 }
 
+/* "vsm-probe.G": the link of instance G, or -1 for another name. */
+static int64_t probe_link_generation(const char *name)
+{
+	size_t len = strlen(HANDOVER_PREFIX "probe.");
+	uint32_t g;
+
+	if (strncmp(name, HANDOVER_PREFIX "probe.", len) || sscanf(name + len, "%" SCNu32, &g) != 1)
+		return -1;
+	return g;
+}
+
+/*
+ * This instance's number: one past every instance whose probe link or target sockets were
+ * handed over (the numbers start again at 0 once none is).
+ */
+static uint32_t next_generation(const struct daemon *d)
+{
+	uint32_t next = 0, o;
+	int64_t g;
+	size_t i;
+
+	for (i = 0; i < d->passed.n; i++) {
+		g = d->passed.v[i].name ? probe_link_generation(d->passed.v[i].name) : -1;
+		if (g >= 0 && g + 1 > next)
+			next = (uint32_t)(g + 1);
+	}
+	for (i = 0; i < d->handover.n_pairs; i++) {
+		o = d->handover.pairs[i].rec.origin;
+		if (o != RECORD_ORIGIN_UNKNOWN && o + 1 > next)
+			next = o + 1;
+	}
+	return next;
+}
+
 int handover_collect(struct daemon *d)
 {
 	struct collect_ctx c = {.d = d};
@@ -312,6 +349,7 @@ int handover_collect(struct daemon *d)
 		log_warn("restart: %u malformed messages in the carriers of the previous instance: "
 			 "those redirects close",
 			 bad + c.malformed);
+	d->env.generation = next_generation(d);
 	if (d->handover.n_pairs)
 		log_info("restart: %zu redirect%s handed over by the previous instance",
 			 d->handover.n_pairs, d->handover.n_pairs == 1 ? "" : "s");
@@ -348,7 +386,8 @@ int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t 
 		if (err == -ENOMEM)
 			return log_errno(LOG_ERR, err, "taking back the slots of the redirects");
 		if (err) {
-			/* Another pair's slot, or one this object does not have: it cannot go on. */
+			/* Another pair's slot, or one this object does not have: it cannot go on.
+			 */
 			log_errno(LOG_WARNING, err,
 				  "[%s] redirect %" PRIu64 " handed over in slot %" PRIu32
 				  ", which cannot be taken back: closed",
@@ -458,12 +497,13 @@ static int adopt_one(struct daemon *d, struct handed_pair *p, bool maps_reused)
 	return 1;
 }
 
-/* "vsm-probe.N": kept for the sockets of the instance that made it (see the top). */
+/* "vsm-probe.G": kept for the sockets of instance G (see the top). */
 static void keep_probe_link(struct daemon *d, size_t i)
 {
 	struct handover_state *h = &d->handover;
+	int64_t g = probe_link_generation(stored_name(d, i));
 
-	if (strncmp(stored_name(d, i), HANDOVER_PREFIX "probe.", strlen(HANDOVER_PREFIX "probe.")))
+	if (g < 0)
 		return;
 	if (h->n_probe_links == HANDOVER_PROBE_LINKS_MAX) {
 		log_warn("restart: more than %d queue probe links stored; the redirects taken "
@@ -472,7 +512,8 @@ static void keep_probe_link(struct daemon *d, size_t i)
 		safe_close(passed_fds_take(&d->passed, i));
 		return;
 	}
-	h->probe_links[h->n_probe_links++] = passed_fds_take(&d->passed, i);
+	h->probe_links[h->n_probe_links].generation = (uint32_t)g;
+	h->probe_links[h->n_probe_links++].fd = passed_fds_take(&d->passed, i);
 }
 
 static void forget_pairs(struct handover_state *h)
@@ -614,10 +655,17 @@ void handover_give_back(struct daemon *d)
 void handover_close_probe_links(struct daemon *d)
 {
 	while (d->handover.n_probe_links)
-		safe_close(d->handover.probe_links[--d->handover.n_probe_links]);
+		safe_close(d->handover.probe_links[--d->handover.n_probe_links].fd);
 }
 
 /* ---- the stopping side ---- */
+
+/* The instances that made the target sockets of the pairs handed over. */
+struct origins {
+	uint32_t v[HANDOVER_PROBE_LINKS_MAX];
+	size_t n;
+	bool overflow;
+};
 
 static int store_map(void *ctx, const char *name, int fd)
 {
@@ -630,23 +678,47 @@ static int store_map(void *ctx, const char *name, int fd)
 	return err;
 }
 
+/* Instance g made the target socket of a pair handed over (or one whose maker is unknown). */
+static bool origin_handed_over(const struct origins *o, uint32_t g)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->v[i] == g || o->v[i] == RECORD_ORIGIN_UNKNOWN)
+			return true;
+	return o->overflow;
+}
+
+static void origin_add(struct origins *o, uint32_t g)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		if (o->v[i] == g)
+			return;
+	if (o->n == HANDOVER_PROBE_LINKS_MAX)
+		o->overflow = true; /* then every link goes on */
+	else
+		o->v[o->n++] = g;
+}
+
 /*
- * The probe links the next instance needs for the pairs it takes back: this instance's, and
- * the inherited ones while a pair taken back from an earlier instance goes on.
+ * The probe links the next instance needs for the pairs it takes back: those of the instances
+ * that made their target sockets, this one's included, and no other: a chain of restarts
+ * would otherwise carry every link it ever made while one old pair lived.
  */
-static void store_probe_links(struct daemon *d, size_t pairs, bool adopted_pairs)
+static void store_probe_links(struct daemon *d, const struct origins *o)
 {
 	struct handover_state *h = &d->handover;
 	int fd = d->env.dp ? dataplane_probe_link_fd(d->env.dp) : -ENOENT;
-	size_t i, n = 0;
+	size_t i;
 
-	if (!pairs)
-		return;
-	if (fd >= 0 && !store(fd, HANDOVER_PREFIX "probe.%zu", n))
-		n++;
-	for (i = 0; adopted_pairs && i < h->n_probe_links; i++)
-		if (!store(h->probe_links[i], HANDOVER_PREFIX "probe.%zu", n))
-			n++;
+	if (fd >= 0 && origin_handed_over(o, d->env.generation))
+		store(fd, HANDOVER_PREFIX "probe.%" PRIu32, d->env.generation);
+	for (i = 0; i < h->n_probe_links; i++)
+		if (origin_handed_over(o, h->probe_links[i].generation))
+			store(h->probe_links[i].fd, HANDOVER_PREFIX "probe.%" PRIu32,
+			      h->probe_links[i].generation);
 }
 
 /* The listening sockets the daemon made: how many went to the fd store. */
@@ -696,7 +768,7 @@ static int hand_over(struct fd_carrier *carrier, struct redirect *r)
 }
 
 /* Every redirect into the carriers; those handed over are freed. Returns those that were. */
-static size_t hand_over_all(struct daemon *d, bool *adopted_pairs, size_t *failed)
+static size_t hand_over_all(struct daemon *d, struct origins *origins, size_t *failed)
 {
 	struct redirect *r, *next;
 	struct fd_carrier carrier;
@@ -717,7 +789,7 @@ static size_t hand_over_all(struct daemon *d, bool *adopted_pairs, size_t *faile
 			(*failed)++;
 			continue;
 		}
-		*adopted_pairs |= redirect_adopted(r);
+		origin_add(origins, redirect_origin(r));
 		redirect_mark_handed_over(r);
 		handed++;
 	}
@@ -735,7 +807,7 @@ static size_t hand_over_all(struct daemon *d, bool *adopted_pairs, size_t *faile
 void handover_start(struct daemon *d, void (*stop)(struct daemon *d))
 {
 	size_t i, maps = 0, listeners, handed, failed;
-	bool adopted_pairs = false;
+	static struct origins origins; /* a restart's, once: too large for the stack */
 	uint64_t t0 = now_usec();
 	int err;
 
@@ -762,8 +834,8 @@ void handover_start(struct daemon *d, void (*stop)(struct daemon *d))
 	}
 	d->env.handing_over = true;
 	listeners = store_listeners(d);
-	handed = hand_over_all(d, &adopted_pairs, &failed);
-	store_probe_links(d, handed, adopted_pairs);
+	handed = hand_over_all(d, &origins, &failed);
+	store_probe_links(d, &origins);
 	log_info("restart: handed over in %" PRIu64 " ms: %zu redirect%s, %zu listener%s and %zu "
 		 "BPF maps%s",
 		 (now_usec() - t0) / USEC_PER_MSEC, handed, handed == 1 ? "" : "s", listeners,
