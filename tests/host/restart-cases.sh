@@ -33,7 +33,7 @@ rs_ctl() {
 
 # rs_start NAME DATAPATH [DAEMON_LINES...]: a configuration in RS_DIR ([up], UNIX-LISTEN
 # in.sock to UNIX-CONNECT srv.sock), and the supervisor serving vsockmapd on it (RS_SD).
-# Environment for the daemon: RS_ENV (words).
+# Environment for the daemon: RS_ENV (words). 1, with NAME failed, if it did not come up.
 rs_start() {
 	local name=$1 dp=$2 line
 	shift 2
@@ -51,7 +51,12 @@ rs_start() {
 		--log "$RS_DIR/daemon.log" -- "$(command -v vsockmapd)" -c "$RS_DIR/c.conf" \
 		>"$RS_DIR/sd.out" 2>&1 &
 	RS_SD=$!
-	wait_for_socket "$RS_DIR/sd.sock" 10 && [[ $(rs_ctl wait-running 20) == running ]]
+	RS_PEERS=()
+	wait_for_socket "$RS_DIR/sd.sock" 10 && [[ $(rs_ctl wait-running 20) == running ]] &&
+		return 0
+	vmtest_fail "$name" "the supervisor or the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" "$RS_DIR/sd.out" 2>/dev/null | tr '\n' ' ')"
+	rs_stop
+	return 1
 }
 
 rs_stop() {
@@ -112,12 +117,7 @@ rs_verdict() {
 # restart comes, and the old instance must not wait for the reader (a stop would).
 restart_slow_reader() {
 	local dp=$1 name=restart-slow-reader-$1 restart
-	RS_PEERS=()
-	if ! rs_start "$name" "$dp"; then
-		vmtest_fail "$name" "the supervisor or the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" "$RS_DIR/sd.out" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" "$dp" || return
 	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
 		"--send 16M --after shutdown --expect-reply 1M"
 	sleep 1.5
@@ -129,12 +129,7 @@ restart_slow_reader() {
 # The reply direction: the client reads 64 KiB per 50 ms, the target has sent 16 MiB.
 restart_during_reply() {
 	local dp=$1 name=restart-during-reply-$1 restart
-	RS_PEERS=()
-	if ! rs_start "$name" "$dp"; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" "$dp" || return
 	rs_transfer "$name" "--reply 16M" \
 		"--send 64K --after shutdown --expect-reply 16M --slow 50000 --read-size 65536"
 	sleep 1.5
@@ -146,12 +141,7 @@ restart_during_reply() {
 # The kernel path, the client's half-close draining into a slow reader when the restart comes.
 restart_while_draining() {
 	local name=restart-while-draining restart i state
-	RS_PEERS=()
-	if ! rs_start "$name" kernel; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" kernel || return
 	rs_transfer "$name" "--slow 100000 --read-size 32768 --reply 1M" \
 		"--send 4M --sndbuf 4M --after shutdown --expect-reply 1M"
 	for ((i = 0; i < 100; i++)); do
@@ -173,12 +163,7 @@ restart_while_draining() {
 # listener the previous instance stored is found again with its socket file.
 restart_failed_start() {
 	local dp=$1 name=restart-failed-start-$1 restart fixed gave crc src status carriers
-	RS_PEERS=()
-	if ! rs_start "$name" "$dp"; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" "$dp" || return
 	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
 		"--send 16M --after shutdown --expect-reply 1M"
 	sleep 1
@@ -255,12 +240,7 @@ restart_no_fd_store() {
 soak_restart() {
 	local dp=$1 name=soak-restart-$1 seed rc summary restarts
 	seed=${SOAK_SEED:-$((RANDOM * 32768 + RANDOM))}
-	RS_PEERS=()
-	if ! RS_LOG_LEVEL=info rs_start "$name" "$dp" "idle-timeout = 3"; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	RS_LOG_LEVEL=info rs_start "$name" "$dp" "idle-timeout = 3" || return
 	vsm-soak --connect "unix:$RS_DIR/in.sock" --listen "unix:$RS_DIR/srv.sock" \
 		--count "${SOAK_RESTART_COUNT:-1000}" --live 50 --max-size 8388608 --seed "$seed" \
 		--stall 30 --timeout "${SOAK_TIMEOUT:-300}" --ctl "$RS_DIR/ctl.sock" --idle-ms 3000 \
@@ -283,12 +263,7 @@ soak_restart() {
 # The pair of the old section runs to its end under its own rules; a new client goes through.
 restart_renamed_section() {
 	local name=restart-renamed-section restart
-	RS_PEERS=()
-	if ! rs_start "$name" auto; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" auto || return
 	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
 		"--send 8M --after shutdown --expect-reply 1M"
 	sleep 1
@@ -318,12 +293,7 @@ restart_renamed_section() {
 # the unit inactive, and systemd would have dropped its fd store with every connection.
 restart_stray_signal() {
 	local name=restart-stray-signal pid status running
-	RS_PEERS=()
-	if ! rs_start "$name" auto; then
-		vmtest_fail "$name" "the daemon did not come up: $(tail -n 3 "$RS_DIR/daemon.log" | tr '\n' ' ')"
-		rs_stop
-		return
-	fi
+	rs_start "$name" auto || return
 	rs_transfer "$name" "--slow 100000 --read-size 65536 --reply 1M" \
 		"--send 8M --after shutdown --expect-reply 1M"
 	sleep 1
