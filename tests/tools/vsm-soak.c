@@ -132,6 +132,11 @@ static const int sndbufs[] = {0, 4096, 65536, 1 << 20, 8 << 20, 32 << 20};
 #define SLOW_READ    (16 * 1024) /* a slow server reads this much ... */
 #define SLOW_READ_NS (2 * NSEC_PER_MS) /* ... this often */
 #define STALL_NS     (200 * NSEC_PER_MS) /* a stalling server stops reading this long, once */
+/* --small-share: a writer in small pieces, as an RPC or a logger writes (the 6.12.92+ vsock
+ * packet ceiling resets a receiver of many packets smaller than about 600 bytes). */
+#define SMALL_MIN 64
+#define SMALL_MAX 512
+#define SLOW_READ_CLIENT (4 * 1024) /* a slow client reads this much every SLOW_READ_NS */
 
 /* One end of a connection. */
 struct end {
@@ -142,6 +147,7 @@ struct end {
 	bool shut, eof, done;
 	bool failed_io;	   /* a read or a write failed */
 	bool read_failed;  /* a read failed: an error, not an EOF */
+	int read_errno;	   /* ... with this */
 	bool write_failed; /* writing failed: stop writing, go on reading to EOF */
 	uint64_t data_ns;  /* the last byte received */
 	uint64_t tx_ns;	   /* the last byte sent */
@@ -164,10 +170,14 @@ struct conn {
 	int sndbuf;	       /* the client's SO_SNDBUF, 0: default */
 	bool pausy;	       /* the client pauses after some writes */
 	bool slow;	       /* the server reads SLOW_READ every SLOW_READ_NS */
+	bool small_up;	       /* the client writes in pieces of SMALL_MIN to SMALL_MAX bytes */
+	bool small_down;       /* the server does */
+	bool slow_client;      /* the client reads SLOW_READ_CLIENT every SLOW_READ_NS */
 	uint64_t stall_at;     /* the server stops reading once at this many bytes, 0: never */
 	bool stalls;	       /* it was planned to (stall_at is 0 once it has) */
 	uint64_t c_resume_ns;  /* the client writes again from then */
 	uint64_t s_resume_ns;  /* the server reads again from then */
+	uint64_t c_read_ns;    /* a slow client reads again from then */
 	bool hit;	       /* a close by the daemon was asked (close ID, or the stop) */
 	pid_t connector;       /* daemon-close: the child that connected, until the close */
 	bool close_failed;     /* daemon-close: the redirect was not found; ends as client-first */
@@ -194,6 +204,7 @@ static struct {
 	unsigned int cmd_ms;
 	bool no_client, no_server; /* --role: the other end is another process's */
 	bool kill_no_reply;	   /* client-kill's server sends nothing */
+	unsigned int small_share;  /* percent of connections with a small writer */
 	const char *ready_file;	   /* created once listening */
 } opt = {.modes = (1u << N_MODES) - 1,
 	 .only = -1,
@@ -249,8 +260,11 @@ static uint64_t rnd_size(struct conn *k, uint64_t max)
 	return v > max ? max : v;
 }
 
-static size_t write_size(struct conn *k)
+/* The next write of end e: 1 to 64 KiB, log-uniform, or a small writer's piece. */
+static size_t write_size(struct conn *k, const struct end *e)
 {
+	if (e == &k->c ? k->small_up : k->small_down)
+		return SMALL_MIN + (size_t)(krnd(k) % (SMALL_MAX - SMALL_MIN + 1));
 	return 1 + (size_t)rnd_size(k, BUF_SIZE - 1);
 }
 
@@ -303,6 +317,7 @@ static bool end_read(struct conn *k, struct end *e, uint64_t limit, uint64_t max
 			if (errno == EAGAIN || errno == EINTR)
 				return true;
 			e->failed_io = e->read_failed = true;
+			e->read_errno = errno;
 		}
 		if (n <= 0) {
 			e->eof = true;
@@ -334,7 +349,7 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 	while (e->sent < len) {
 		if (e == &k->c && now_ns() < k->c_resume_ns)
 			return; /* pausing */
-		chunk = write_size(k);
+		chunk = write_size(k, e);
 		if (chunk > len - e->sent)
 			chunk = (size_t)(len - e->sent);
 		/* Peek: generate, and keep the generator's state only for what was taken. */
@@ -533,7 +548,7 @@ static void rearm(struct conn *k, struct end *e, bool is_server)
 	 * A server waiting out its pace or its stall reads again from the main loop; a
 	 * server-reset past its cut reads no more (what it left unread would wake it for ever).
 	 */
-	if (!e->eof && (!is_server || now_ns() >= k->s_resume_ns) &&
+	if (!e->eof && now_ns() >= (is_server ? k->s_resume_ns : k->c_read_ns) &&
 	    !(is_server && k->mode == SERVER_RESET && e->recvd >= k->cut))
 		events |= EPOLLIN | EPOLLRDHUP;
 	if ((may_send && e->sent < len && !e->write_failed) ||
@@ -567,8 +582,11 @@ static void client_step(struct conn *k)
 		c->eof = true;
 		c->end_ns = now_ns();
 	}
-	if (!c->eof)
-		end_read(k, c, k->down_len, UINT64_MAX);
+	if (!c->eof && now_ns() >= k->c_read_ns) {
+		end_read(k, c, k->down_len, k->slow_client ? SLOW_READ_CLIENT : UINT64_MAX);
+		if (k->slow_client && !c->eof)
+			k->c_read_ns = now_ns() + SLOW_READ_NS;
+	}
 	send_now = k->mode != HALF_SERVER || c->eof;
 	if (send_now && !c->write_failed)
 		end_write(k, c, k->mode == CLIENT_RESET ? k->cut : k->up_len);
@@ -730,6 +748,14 @@ static void conn_plan(struct conn *k, uint32_t id)
 	k->slow = !(krnd(k) % 8) && k->up_len <= (4 << 20); /* at 8 MB/s: half a second */
 	k->stall_at = !(krnd(k) % 8) && k->up_len ? 1 + krnd(k) % k->up_len : 0;
 	k->stalls = k->stall_at;
+	/* Drawn after the rest, so that a seed plans the same connections as before. */
+	if (krnd(k) % 100 < opt.small_share) {
+		unsigned int which = (unsigned int)(krnd(k) % 3);
+
+		k->small_up = which != 1;
+		k->small_down = which != 0;
+	}
+	k->slow_client = k->small_down && !(krnd(k) % 2);
 	end_init(&k->c, seed, seed + 1);
 	end_init(&k->s, seed + 1, seed);
 	k->c.done = opt.no_client;
@@ -773,7 +799,7 @@ static void start_killed_client(struct conn *k)
 	    send(fd, k->c.hdr, HEADER_LEN, MSG_NOSIGNAL) != HEADER_LEN)
 		_exit(3);
 	while (k->c.sent < k->cut) {
-		chunk = write_size(k);
+		chunk = write_size(k, &k->c);
 		if (chunk > k->cut - k->c.sent)
 			chunk = (size_t)(k->cut - k->c.sent);
 		stream_fill(&k->c.tx, out, chunk);
@@ -1238,7 +1264,7 @@ static unsigned int parse_modes(const char *list)
 static void usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
-		"usage: vsm-soak --connect unix:PATH|tcp:IPV4:PORT\n"
+		"usage: vsm-soak --connect unix:PATH|tcp:IPV4:PORT|vsock:CID:PORT (direct)\n"
 		"                --listen vsock:CID:PORT|unix:PATH|tcp:IPV4:PORT [OPTIONS]\n"
 		"  --count N          connections in all (10000)\n"
 		"  --live N           at most N at once (500)\n"
@@ -1262,7 +1288,10 @@ static void usage(int rc)
 		"                     vsm-soak with the same seed, count, sizes and modes plays\n"
 		"                     the other\n"
 		"  --ready-file PATH  created once listening\n"
-		"  --kill-no-reply    client-kill's server sends nothing back\n");
+		"  --kill-no-reply    client-kill's server sends nothing back\n"
+		"  --small-share PCT  PCT%% of connections write in pieces of 64 to 512 bytes\n"
+		"                     (the client, the server, or both), and half of those\n"
+		"                     whose server does read 4 KiB every 2 ms on the client\n");
 	exit(rc);
 }
 
@@ -1292,6 +1321,7 @@ static void parse_args(int argc, char **argv)
 	    {"role", required_argument, NULL, 'R'},
 	    {"ready-file", required_argument, NULL, 'F'},
 	    {"kill-no-reply", no_argument, NULL, 'K'},
+	    {"small-share", required_argument, NULL, 'w'},
 	    {"help", no_argument, NULL, 'h'},
 	    {},
 	};
@@ -1372,6 +1402,11 @@ static void parse_args(int argc, char **argv)
 		case 'K':
 			opt.kill_no_reply = true;
 			break;
+		case 'w':
+			opt.small_share = (unsigned int)strtoul(optarg, NULL, 10);
+			if (opt.small_share > 100)
+				usage(2);
+			break;
 		case 'h':
 			usage(0);
 			break;
@@ -1391,9 +1426,11 @@ static void parse_args(int argc, char **argv)
 				"neither takes --ctl, --idle-ms, --term-pid or --swap-conf\n");
 		exit(2);
 	}
+	/* vsock: the control, straight to this process's own vsock listener (no relay). */
 	if (opt.connect && (parse_addr(opt.connect, &relay) || relay.type != SOCK_STREAM ||
-			    relay.family == AF_VSOCK || relay.u.un.sun_path[0] == '@')) {
-		fprintf(stderr, "vsm-soak: --connect takes unix:PATH or tcp:IPV4:PORT\n");
+			    (relay.family == AF_UNIX && relay.u.un.sun_path[0] == '@'))) {
+		fprintf(stderr, "vsm-soak: --connect takes unix:PATH, tcp:IPV4:PORT or "
+				"vsock:CID:PORT\n");
 		exit(2);
 	}
 	tcp_client = relay.family == AF_INET;
@@ -1427,6 +1464,8 @@ int main(int argc, char **argv)
 	uint64_t t0, deadline, last_sweep = 0, lost = 0, up = 0, down = 0, kill_ms = 0,
 			       reset_ms = 0, next_hup = 0, next_cmd = 0;
 	unsigned int mismatched = 0, hups = 0, first_live = 0, stopped = 0, not_run = 0, swaps = 0;
+	unsigned int small = 0, enobufs = 0;
+	char small_share_text[32] = "";
 	bool waiting = false, termed = false;
 	int n, j;
 
@@ -1456,6 +1495,9 @@ int main(int argc, char **argv)
 		next = opt.count;
 	}
 	t0 = now_ns();
+	if (opt.small_share)
+		snprintf(small_share_text, sizeof(small_share_text), " --small-share %u",
+			 opt.small_share);
 	deadline = t0 + opt.timeout_s * 1000000000ull;
 
 	for (;;) {
@@ -1528,6 +1570,14 @@ int main(int argc, char **argv)
 			if (k->c_resume_ns && !k->c.done) {
 				if (now >= k->c_resume_ns) {
 					k->c_resume_ns = 0;
+					client_step(k);
+				} else {
+					waiting = true;
+				}
+			}
+			if (k->c_read_ns && !k->c.done) {
+				if (now >= k->c_read_ns) {
+					k->c_read_ns = 0;
 					client_step(k);
 				} else {
 					waiting = true;
@@ -1611,6 +1661,10 @@ int main(int argc, char **argv)
 		}
 		if (k->c.mismatch != UINT64_MAX || k->s.mismatch != UINT64_MAX)
 			mismatched++;
+		/* vsock's packet ceiling (Linux 6.12.92+): the receiver's read fails with ENOBUFS. */
+		if (k->c.read_errno == ENOBUFS || k->s.read_errno == ENOBUFS)
+			enobufs++;
+		small += k->small_up || k->small_down;
 		if (k->mode == CLIENT_KILL && t > kill_ms)
 			kill_ms = t;
 		if ((k->mode == SERVER_RESET || k->mode == CLIENT_RESET) && t > reset_ms)
@@ -1618,14 +1672,18 @@ int main(int argc, char **argv)
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
 			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
-			       " sndbuf=%d%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
-			       "--max-size %" PRIu64 "%s%s%s --only %u)\n",
+			       " sndbuf=%d%s%s%s%s%s%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
+			       "--max-size %" PRIu64 "%s%s%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
 			       k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
 			       k->stalls ? " stalling-server" : "",
 			       k->hit ? (k->mode == DAEMON_CLOSE ? " closed" : " stopped") : "",
-			       k->why, opt.seed, opt.count, opt.max_size,
+			       k->small_up ? " small-up" : "", k->small_down ? " small-down" : "",
+			       k->slow_client ? " slow-client" : "",
+			       k->c.read_errno ? " client-read-error" : "",
+			       k->s.read_errno ? " server-read-error" : "", k->why, opt.seed, opt.count,
+			       opt.max_size, small_share_text,
 			       opt.modes_text ? " --modes " : "", opt.modes_text ? opt.modes_text : "",
 			       opt.no_client	 ? " --role server"
 			       : opt.no_server ? " --role client"
@@ -1638,9 +1696,9 @@ int main(int argc, char **argv)
 	printf("soak conns=%u ok=%u failed=%u lost=%" PRIu64 " mismatched=%u up=%" PRIu64
 	       " down=%" PRIu64 " max_live=%u kill_end_ms_max=%" PRIu64 " reset_end_ms_max=%" PRIu64
 	       " hups=%u swaps=%u cmds=%u closes=%u stopped=%u not_run=%u close_window=%" PRIu64
-	       " secs=%.1f\n",
+	       " small=%u enobufs=%u secs=%.1f\n",
 	       opt.count, n_ok, opt.count - n_ok, lost, mismatched, up, down, max_live, kill_ms,
-	       reset_ms, hups, swaps, cmds, closes, stopped, not_run, close_window,
+	       reset_ms, hups, swaps, cmds, closes, stopped, not_run, close_window, small, enobufs,
 	       (double)(now_ns() - t0) / 1e9);
 	while (cmd_pid && waitpid(cmd_pid, NULL, 0) < 0 && errno == EINTR)
 		;
