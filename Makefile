@@ -147,8 +147,7 @@ $(OUTPUT)/tests/test_listen_socket: $(addprefix $(OUTPUT)/src/daemon/sockets/,li
 	socket_file.o socket_address.o)
 $(OUTPUT)/tests/test_slot_pool: $(OUTPUT)/src/daemon/dataplane/slot_pool.o
 $(OUTPUT)/tests/test_psock_wake: $(OUTPUT)/src/daemon/dataplane/psock_wake.o
-$(OUTPUT)/tests/test_auto_datapath: $(addprefix $(OUTPUT)/src/daemon/,listener/auto_datapath.o \
-	dataplane/psock_wake.o)
+$(OUTPUT)/tests/test_auto_datapath: $(OUTPUT)/src/daemon/listener/auto_datapath.o
 $(OUTPUT)/tests/test_fd_carrier: $(addprefix $(OUTPUT)/src/daemon/systemd/,fd_carrier.o \
 	passed_fds.o)
 $(OUTPUT)/tests/test_stored_pair: $(OUTPUT)/src/daemon/systemd/stored_pair.o

@@ -171,23 +171,18 @@ static void status_listener_row(char **row, struct json_object *o)
 	row[ST_WHY] = cell_reason(get_string(o, "datapath_reason"));
 }
 
-/* kernel.backlog_wakes: where vsock sections run with datapath=auto, and why. */
+/* kernel.backlog_wakes: what a full target's backlog waits for (datapath=auto weighs it). */
 static char *cell_backlog_wake(bool wakes)
 {
 	if (wakes)
-		return strdup("kernel path (a target with room wakes its backlog: kernel/ patch "
-			      "1)");
-	return strdup("user space unless datapath=kernel (a full target's backlog waits out a "
-		      "one-jiffy retry here)");
+		return strdup("a target with room wakes its backlog at once (kernel/ patch 1)");
+	return strdup("a full target's backlog waits out a one-jiffy retry");
 }
 
-/* The "targets" line: what datapath=auto does with unix and TCP targets (auto_datapath.c). */
+/* kernel.shutdown_unhashes_peer: what a unix server's shutdown() does to our target. */
 static const char targets_unhashed[] =
-    "unix and TCP stream ones in user space unless datapath=kernel (a unix server's shutdown() "
-    "unhashes its peer; into TCP the relay is as fast)";
-static const char targets_kept[] =
-    "unix ones on the kernel path too; TCP stream ones in user space unless datapath=kernel "
-    "(the relay is as fast)";
+    "a unix server's shutdown() takes its peer out of the sockhash";
+static const char targets_kept[] = "a unix server's shutdown() leaves its peer in the sockhash";
 
 int print_status(struct json_object *status, FILE *out)
 {
@@ -219,10 +214,10 @@ int print_status(struct json_object *status, FILE *out)
 	if (get_bool(kernel, "insert_takes_queued", &takes_queued))
 		table_add_pair(&pairs, "insert", cell_insert(takes_queued));
 	if (get_bool(kernel, "shutdown_unhashes_peer", &unhashes))
-		table_add_pair(&pairs, "targets",
+		table_add_pair(&pairs, "unix peer",
 			       strdup(unhashes ? targets_unhashed : targets_kept));
 	if (get_bool(kernel, "backlog_wakes", &wakes))
-		table_add_pair(&pairs, "vsock", cell_backlog_wake(wakes));
+		table_add_pair(&pairs, "backlog", cell_backlog_wake(wakes));
 	table_add_pair(&pairs, "btf",
 		       get_string(kernel, "btf") ? cell_string(kernel, "btf") : strdup("none"));
 	if (get_string(kernel, "bpf_object_sha256"))

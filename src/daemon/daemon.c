@@ -117,9 +117,6 @@ static int open_listeners(struct daemon *d)
 static void log_datapath(struct daemon *d)
 {
 	const struct dataplane_features *f = dataplane_features(d->env.dp);
-	const char *vsock_choice = d->cfg.daemon.datapath == DATAPATH_KERNEL
-				       ? "datapath=kernel keeps vsock sections on the kernel path"
-				       : "vsock sections run in user space unless datapath=kernel";
 	struct utsname uts = {};
 
 	uname(&uts);
@@ -141,19 +138,16 @@ static void log_datapath(struct daemon *d)
 		log_info("insert: once the daemon has read a client empty; this kernel leaves what "
 			 "was queued before the insert to later sends");
 	if (f->shutdown_unhashes_peer)
-		log_info("unix targets: a server's shutdown() takes its peer out of the sockhash; "
-			 "UNIX-CONNECT sections run in user space unless datapath=kernel");
+		log_info("unix targets: a server's shutdown() takes its peer out of the sockhash");
 	if (f->backlog_wakes)
 		log_info("backlog wake: at once; this kernel wakes a psock's backlog when its "
-			 "target has room (" PSOCK_WAKE_FUNC " in its BTF, kernel/ patch 1): vsock "
-			 "sections keep the kernel path");
+			 "target has room (" PSOCK_WAKE_FUNC " in its BTF, kernel/ patch 1)");
 	else if (f->backlog_wake_error)
-		log_notice("backlog wake: unknown, taken as none (the kernel's BTF: %s): %s",
-			   strerror(-f->backlog_wake_error), vsock_choice);
+		log_notice("backlog wake: unknown, taken as none (the kernel's BTF: %s)",
+			   strerror(-f->backlog_wake_error));
 	else
 		log_info("backlog wake: none; this kernel leaves a full target's backlog to a "
-			 "one-jiffy retry (no " PSOCK_WAKE_FUNC " in its BTF, kernel/ patch 1): %s",
-			 vsock_choice);
+			 "one-jiffy retry (no " PSOCK_WAKE_FUNC " in its BTF, kernel/ patch 1)");
 	if (f->permanent)
 		log_info("fastpath: permanent; the stream verdict counts nothing, and a TCP "
 			 "socket's sk_msg verdict runs once per 4 GiB");

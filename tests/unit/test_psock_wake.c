@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The backlog-wake probe and the choice datapath=auto makes from it (psock_wake.c): the
- * function kernel/ patch 1 adds found in a BTF, or not; vsock sections in user space only
- * where it is missing; the wake does not decide for unix and TCP targets (test_auto_datapath).
+ * The backlog-wake probe (psock_wake.c): the function kernel/ patch 1 adds found in a BTF,
+ * or not. What datapath=auto makes of it is test_auto_datapath's.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -61,31 +60,6 @@ static void test_name_of_another_kind(void **state)
 	btf__free(btf);
 }
 
-static void test_vsock_ends_without_wake(void **state)
-{
-	(void)state;
-	assert_non_null(
-	    psock_wake_userspace_why(false, ADDRESS_UNIX_LISTEN, ADDRESS_VSOCK_CONNECT));
-	assert_non_null(psock_wake_userspace_why(false, ADDRESS_UNIX_RECV, ADDRESS_VSOCK_CONNECT));
-	assert_non_null(
-	    psock_wake_userspace_why(false, ADDRESS_VSOCK_LISTEN, ADDRESS_UNIX_CONNECT));
-	assert_non_null(
-	    strstr(psock_wake_userspace_why(false, ADDRESS_UNIX_LISTEN, ADDRESS_VSOCK_CONNECT),
-		   PSOCK_WAKE_FUNC));
-}
-
-static void test_kernel_path_kept(void **state)
-{
-	(void)state;
-	/* With the wake, vsock keeps the kernel path... */
-	assert_null(psock_wake_userspace_why(true, ADDRESS_UNIX_LISTEN, ADDRESS_VSOCK_CONNECT));
-	assert_null(psock_wake_userspace_why(true, ADDRESS_UNIX_RECV, ADDRESS_VSOCK_CONNECT));
-	/* ...and unix and TCP targets keep it without. */
-	assert_null(psock_wake_userspace_why(false, ADDRESS_UNIX_LISTEN, ADDRESS_UNIX_CONNECT));
-	assert_null(psock_wake_userspace_why(false, ADDRESS_UNIX_LISTEN, ADDRESS_TCP_CONNECT));
-	assert_null(psock_wake_userspace_why(false, ADDRESS_UNIX_RECV, ADDRESS_TCP_CONNECT));
-}
-
 /* The running kernel's BTF gives an answer or an error, never anything else. */
 static void test_probe_runs(void **state)
 {
@@ -101,8 +75,6 @@ int main(void)
 	    cmocka_unit_test(test_found_in_btf),
 	    cmocka_unit_test(test_missing_from_btf),
 	    cmocka_unit_test(test_name_of_another_kind),
-	    cmocka_unit_test(test_vsock_ends_without_wake),
-	    cmocka_unit_test(test_kernel_path_kept),
 	    cmocka_unit_test(test_probe_runs),
 	};
 

@@ -9,8 +9,8 @@
  * the target drains. A vsock target refuses many times per MiB (the peer's credit runs out),
  * and the kernel path into vsock moves about half of what the daemon's own relay moves on
  * loopback, and a tenth over virtio (docs/performance.md, "Which path wins where"). unix and
- * TCP targets refuse seldom, so the retry does not bound them (auto_datapath.c has their
- * own rules).
+ * TCP targets refuse seldom, so the retry does not bound them. With datapath=auto,
+ * auto_datapath.c weighs this with the other hazards of the kernel path.
  *
  * kernel/ patch 1 gives every psock the wake, through a new global function,
  * sk_psock_start_write_space(), called from sock_map.c: another compilation unit, so it is
@@ -39,14 +39,4 @@ int psock_wake_probe_run(void)
 	r = psock_wake_in_btf(btf);
 	btf__free(btf);
 	return r;
-}
-
-const char *psock_wake_userspace_why(bool wakes, enum address_kind listen, enum address_kind target)
-{
-	if (wakes)
-		return NULL;
-	if (target == ADDRESS_VSOCK_CONNECT || listen == ADDRESS_VSOCK_LISTEN)
-		return "vsock, and this kernel leaves a full target's backlog to a one-jiffy "
-		       "retry (no " PSOCK_WAKE_FUNC ": kernel/ patch 1)";
-	return NULL;
 }

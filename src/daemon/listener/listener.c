@@ -287,6 +287,18 @@ static void listener_close(struct listener *l)
 	}
 }
 
+/* datapath=kernel: one warning for each way the kernel path can lose this section's bytes. */
+static void warn_hazard(void *ctx, const struct auto_hazard *h)
+{
+	const struct listener *l = ctx;
+
+	if (h->loses)
+		log_fields(LOG_WARNING, LOG_CTX(.redirect = l->rc->name),
+			   "[%s] datapath=kernel: %s (hazard %s; datapath=auto runs such a "
+			   "section in user space)",
+			   l->rc->name, h->why, h->name);
+}
+
 int listener_open(struct redirect_env *env, const struct redirect_config *rc, struct listener **out)
 {
 	return listener_open_on(env, rc, -1, false, NULL, out);
@@ -322,16 +334,12 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
 	else if (env->cfg->datapath == DATAPATH_AUTO &&
-		 (why = auto_datapath_userspace_why(dataplane_features(env->dp), rc->listen.kind,
-						    rc->connect.kind)))
+		 (why = auto_datapath_userspace_why(dataplane_features(env->dp), &rc->listen,
+						    &rc->connect)))
 		listener_set_userspace(l, why);
-	else if (auto_datapath_unix_target_unhashed(dataplane_features(env->dp), rc->listen.kind,
-						    rc->connect.kind))
-		log_fields(LOG_WARNING, ctx,
-			   "[%s] datapath=kernel: a unix target on the kernel path loses what the "
-			   "kernel still holds for it when its server shuts down first (its "
-			   "shutdown() takes our socket out of the sockhash)",
-			   rc->name);
+	else
+		auto_datapath_hazards(dataplane_features(env->dp), &rc->listen, &rc->connect,
+				      warn_hazard, l);
 	l->kept = fd >= 0;
 	l->activated = activated;
 	if (file)

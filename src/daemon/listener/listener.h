@@ -32,7 +32,7 @@ struct listener {
 	struct dgram_forwarder *dgram; /* UNIX-RECV only */
 	bool userspace;		       /* its redirects run in the daemon, not the kernel */
 	char where[160];	       /* for the log: its path, or VSOCK-LISTEN:PORT etc. */
-	char userspace_why[160];
+	char userspace_why[256];
 	sd_event_source *retry; /* accepting again after running out of file descriptors */
 	/* Written by listener.c alone; redirects report through owner.ops (listener_ops). */
 	uint64_t accepted;

@@ -12,9 +12,30 @@
 
 #include "sockopt.h"
 
+/* AF_VSOCK's socket option level: the address family's number (af_vsock.c). */
+#define SOL_VSOCK_LEVEL AF_VSOCK
+
+static bool is_vsock(const struct address *addr)
+{
+	return addr->kind == ADDRESS_VSOCK_CONNECT || addr->kind == ADDRESS_VSOCK_LISTEN;
+}
+
+int socket_set_vsock_buffer(int fd, unsigned long long bytes)
+{
+	/* The size is clamped to the maximum, so the maximum goes first. */
+	if (setsockopt(fd, SOL_VSOCK_LEVEL, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &bytes, sizeof(bytes)) ||
+	    setsockopt(fd, SOL_VSOCK_LEVEL, SO_VM_SOCKETS_BUFFER_SIZE, &bytes, sizeof(bytes)))
+		return -errno;
+	return 0;
+}
+
 void socket_set_bufs(int fd, const struct address *addr)
 {
-	if (addr->rcvbuf)
+	/* vsock ignores SO_RCVBUF: its receive buffer is its own option, and its peer's credit. */
+	if (is_vsock(addr))
+		socket_set_vsock_buffer(fd, addr->rcvbuf ? (unsigned long long)addr->rcvbuf
+							 : VSOCK_RECV_BUFFER);
+	else if (addr->rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &addr->rcvbuf, sizeof(addr->rcvbuf));
 	if (addr->sndbuf)
 		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &addr->sndbuf, sizeof(addr->sndbuf));
@@ -77,9 +98,6 @@ bool socket_tcp_closed(int fd)
 	       len >= offsetof(struct tcp_info, tcpi_state) + sizeof(info.tcpi_state) &&
 	       info.tcpi_state == TCP_CLOSE;
 }
-
-/* AF_VSOCK's socket option level: the address family's number (af_vsock.c). */
-#define SOL_VSOCK_LEVEL AF_VSOCK
 
 int socket_vsock_buffer(int fd)
 {
