@@ -33,7 +33,7 @@ static struct redirect_record busy_record(void)
 	    .idle_since_usec = 987654321,
 	    .idle_mark = 0xdeadbeefcafeull,
 	    .origin = 41,
-	    .ep_flags = {RECORD_EP_IN_MAP, RECORD_EP_IN_MAP | RECORD_EP_SHUT_SEEN},
+	    .ep_flags = {RECORD_EP_IN_MAP, RECORD_EP_IN_MAP | RECORD_EP_SHUT_SEEN | RECORD_EP_CUT},
 	    .fds =
 		1u << RECORD_FD_CLIENT | 1u << RECORD_FD_TARGET |
 		1u << RECORD_FD(0, RECORD_DIR_PENDING) | 1u << RECORD_FD(0, RECORD_DIR_HOLD_READ) |

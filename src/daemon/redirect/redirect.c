@@ -83,6 +83,7 @@ void redirect_free(struct redirect *r)
 	collect_counters(r, &info);
 	log_vsock_discard(r);
 	handed_over = r->phase == PHASE_HANDED_OVER;
+	redirect_close_client(r);
 	redirect_enter(r, REDIRECT_FREED);
 	redirect_table_remove(&r->env->redirects, &r->live);
 	sd_event_source_disable_unref(r->timer);
@@ -219,6 +220,7 @@ void redirect_fail(struct redirect *r, int err, const char *what)
 	r->owner->ops->redirect_failed(r->owner->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     redirect_target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
+	redirect_cut(r);
 	redirect_free(r);
 }
 

@@ -33,6 +33,8 @@ static void dst_failed(struct redirect *r, int src, int err, size_t dropped)
 	struct direction *dir = &r->dir[src];
 
 	r->ep[1 - src].hup = true;
+	if (src == CLIENT)
+		redirect_cut(r);
 	if (dir->send_failed_logged)
 		return;
 	dir->send_failed_logged = true;
@@ -402,6 +404,12 @@ void dir_copy(struct redirect *r, int src)
 	if (n > 0 || n == -EAGAIN)
 		return; /* blocked on the destination, or nothing more yet */
 	if (n < 0 || peer_closed(r->ep[src].fd)) {
+		/* A reset, not an end: the client must not read a clean EOF. */
+		if (n < 0 && src == TARGET && !r->cut)
+			redirect_log(r, LOG_WARNING, "reading from the target failed: %s; what it "
+				     "sent after the bytes delivered is lost", strerror((int)-n));
+		if (n < 0 && src == TARGET)
+			redirect_cut(r);
 		redirect_enter(r, REDIRECT_PEER_GONE); /* the source is broken, or its peer gone */
 		/*
 		 * Nothing the daemon reads the other way can reach it now. A vsock peer's close

@@ -96,6 +96,8 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 		struct direction *dir = &r->dir[i];
 
 		rec->ep_flags[i] = endpoint_flags(&r->ep[i]);
+		if (i == TARGET && r->cut)
+			rec->ep_flags[i] |= RECORD_EP_CUT;
 		rec->dir[i].state = dir->state;
 		rec->dir[i].flags = dir->no_splice ? RECORD_DIR_NO_SPLICE : 0;
 		rec->dir[i].user_bytes = dir->user_bytes;
@@ -300,6 +302,8 @@ int redirect_adopt(struct redirect_env *env, const struct redirect_owner *owner,
 	}
 	for (d = 0; d < 2; d++) {
 		restore_endpoint(&r->ep[d], rec->ep_flags[d]);
+		if (d == TARGET)
+			r->cut = rec->ep_flags[d] & RECORD_EP_CUT;
 		restore_direction(r, d, rec, fds, buf[d], size[d]);
 		fds[RECORD_FD(d, RECORD_DIR_HOLD_READ)] = fds[RECORD_FD(d, RECORD_DIR_HOLD_PEER)] =
 		    -1;

@@ -130,6 +130,11 @@ struct redirect {
 	uint32_t origin; /* the instance that made its target socket (redirect_record.h) */
 	bool linked;	/* the client's cookie is in the links map */
 	enum redirect_phase phase; /* changed by redirect_enter() only */
+	/*
+	 * The target's stream broke (an error, not an EOF), or the client's bytes could not all
+	 * be written to it: the client's close says so where its socket can (redirect_cut()).
+	 */
+	bool cut;
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
 	uint64_t idle_since_usec; /* when idle_bytes last changed */
 	sd_event_source *timer;
@@ -204,6 +209,14 @@ void redirect_enter(struct redirect *r, enum redirect_event ev);
 void dir_enter(struct redirect *r, int src, enum dir_event ev);
 
 /* ---- redirect_linger.c ---- */
+/*
+ * The target's stream broke: mark the pair cut, so that a TCP client is reset at
+ * the close instead of reading a clean EOF (a unix client reads ECONNRESET only if it sent
+ * bytes the daemon had not read; a vsock client has no way to be told).
+ */
+void redirect_cut(struct redirect *r);
+/* Before the client's socket closes: a cut pair resets a TCP client (SO_LINGER 0). */
+void redirect_close_client(struct redirect *r);
 
 /*
  * Both ways are done: true while a TCP endpoint's peer has not yet taken every byte sent to

@@ -16,6 +16,16 @@
  * peer sent and nobody read stays unread, so the close still resets it: its honest end, since
  * those bytes did not arrive (docs/behaviour-matrix.md). By then ours are in its receive
  * queue, which a reset does not purge: a peer that reads on after the error gets them all.
+ *
+ * Two kinds of client get no FIN before their last byte is acknowledged. One the daemon shut
+ * for reading at a close (a stop, close ID, the idle timeout) and that still sends: a TCP
+ * socket shut for reading resets its connection at the first byte that arrives once its FIN
+ * has gone (tcp_rcv_state_process(), FIN_WAIT1 and FIN_WAIT2 with RCV_SHUTDOWN), and the
+ * reset throws away what it had not delivered yet. Its close after the wait sends a FIN, or
+ * a reset if it had sent more, behind bytes it already has. And one whose target broke (a
+ * reset, ENOBUFS, a failed write: redirect_cut()), which must not end in a clean EOF, taking
+ * a cut stream for a complete one: it is closed with SO_LINGER 0, a reset, read as
+ * ECONNRESET once the bytes before it are read.
  */
 #include <errno.h>
 #include <string.h>
@@ -39,6 +49,13 @@ static bool is_tcp(const struct redirect *r, int i)
 static const char *end_name(int i)
 {
 	return i == TARGET ? "target" : "client";
+}
+
+/* Endpoint i waits for its peer to take our last bytes before a FIN, if any (above). */
+static bool fin_after_ack(const struct redirect *r, int i)
+{
+	return i == CLIENT &&
+	       (r->cut || r->phase == PHASE_STOPPING || r->phase == PHASE_IDLE_CLOSING);
 }
 
 /* Still waiting for endpoint i's peer; *poll: when to look again (from now). */
@@ -77,13 +94,17 @@ static bool endpoint_lingers(struct redirect *r, int i, uint64_t now, uint64_t *
 		ep->linger_outq = q;
 		ep->linger_usec = now;
 		ep->linger_poll_usec = LINGER_POLL_USEC;
-		if (shutdown(ep->fd, SHUT_WR) && errno != ENOTCONN) {
+		if (fin_after_ack(r, i)) {
+			redirect_log(r, LOG_DEBUG, "waiting for the client to take %d bytes before "
+				     "the %s", q, r->cut ? "reset" : "close");
+		} else if (shutdown(ep->fd, SHUT_WR) && errno != ENOTCONN) {
 			redirect_log_errno(r, LOG_WARNING, -errno, "shutting the %s down for "
 					   "writing, with %d bytes not acknowledged", end_name(i), q);
 			return false;
+		} else {
+			redirect_log(r, LOG_DEBUG, "waiting for the %s to take %d bytes before the "
+				     "close", end_name(i), q);
 		}
-		redirect_log(r, LOG_DEBUG, "waiting for the %s to take %d bytes before the close",
-			     end_name(i), q);
 	}
 	if (q != ep->linger_outq) {
 		ep->linger_outq = q;
@@ -119,4 +140,23 @@ bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline)
 	if (waiting)
 		*deadline = now + next;
 	return waiting;
+}
+
+void redirect_cut(struct redirect *r)
+{
+	r->cut = true;
+}
+
+void redirect_close_client(struct redirect *r)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	struct endpoint *ep = &r->ep[CLIENT];
+
+	if (!r->cut || ep->fd < 0 || !is_tcp(r, CLIENT) || r->phase == PHASE_HANDED_OVER)
+		return;
+	if (setsockopt(ep->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)))
+		redirect_log_errno(r, LOG_WARNING, -errno, "SO_LINGER 0 on the client: its close "
+				   "may read as a clean end");
+	else
+		redirect_log(r, LOG_INFO, "resetting the client: the target's stream was cut");
 }

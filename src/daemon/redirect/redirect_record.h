@@ -67,7 +67,8 @@ enum record_dir_fd {
 #define RECORD_EP_LINGER_SHUT                                                                      \
 	0x10 /* a TCP end shut for writing at the close (redirect_linger.c)                        \
 	      */
-#define RECORD_EP_FLAGS 0x1f
+#define RECORD_EP_CUT	0x20 /* the target: its stream broke; the client is reset at the close */
+#define RECORD_EP_FLAGS 0x3f
 
 /* Direction flags. */
 #define RECORD_DIR_NO_SPLICE 0x01 /* its source cannot be spliced: recv/send */

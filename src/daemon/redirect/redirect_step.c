@@ -33,6 +33,7 @@ static void log_target_error(struct redirect *r)
 	char target[160];
 	int err = socket_error(r->ep[TARGET].fd);
 
+	redirect_cut(r);
 	redirect_log(r, LOG_WARNING,
 		     "the connection to %s failed: %s; closing the client "
 		     "connection, bytes not yet delivered are lost",
