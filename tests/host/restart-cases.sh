@@ -244,6 +244,7 @@ soak_restart() {
 	vsm-soak --connect "unix:$RS_DIR/in.sock" --listen "unix:$RS_DIR/srv.sock" \
 		--count "${SOAK_RESTART_COUNT:-1000}" --live 50 --max-size 8388608 --seed "$seed" \
 		--stall 30 --timeout "${SOAK_TIMEOUT:-300}" --ctl "$RS_DIR/ctl.sock" --idle-ms 3000 \
+		--small-share "${SOAK_SMALL_SHARE:-20}" \
 		${RS_SOAK_MODES:+--modes "$RS_SOAK_MODES"} \
 		--cmd "$PYTHON tests/host/fdstore-systemd.py ctl $RS_DIR/sd.sock restart >>$RS_DIR/restarts" \
 		--cmd-ms 1000 >"$RS_DIR/soak.out" 2>&1

@@ -7,8 +7,10 @@
 # that half-closes first, a redirect the daemon is asked to close ("close ID"), one that
 # waits for the daemon's idle-timeout), its own send buffer (4 KiB to 32 MiB), a client
 # that pauses and a server that reads slowly or stalls, while the daemon is sent SIGHUP (a
-# reload) every half second or so. Every byte is checked, and each end against the table
-# in docs/behaviour-matrix.md. Each run draws a new seed (SOAK_SEED fixes it); a failure
+# reload) every half second or so. Writes are 1 byte to 64 KiB, and a fifth of the
+# connections (SOAK_SMALL_SHARE percent) write in pieces of 64 to 512 bytes, the client, the
+# server or both. Every byte is checked, and each end against the table in
+# docs/behaviour-matrix.md. Each run draws a new seed (SOAK_SEED fixes it); a failure
 # prints the seed and a replay line.
 #
 #   soak-kernel       datapath=kernel, the insert held back 2 ms
@@ -76,11 +78,14 @@ soak_case() {
 	[[ $name != *-stop ]] || stop=(--term-pid "$pid" --term-after 250)
 	vsm-soak --connect "$cli" --listen "$srv" --count "$count" \
 		--live 50 --max-size 4194304 --seed "$seed" --hup-pid "$pid" --stall 30 \
+		--small-share "${SOAK_SMALL_SHARE:-20}" \
 		--timeout "${SOAK_TIMEOUT:-240}" --ctl "$dir/ctl.sock" "${idle[@]}" "${stop[@]}" "${swap[@]}" \
 		${modes:+--modes "$modes"} >"$dir/soak.out" 2>&1
 	rc=$?
 	if ((${#stop[@]})); then
 		late="none read (stopped)"
+		# vsm-soak stops it; if it ended before (a port taken, a bad option), so does this
+		kill -TERM "$pid" 2>/dev/null
 		wait "$pid"
 		drc=$?
 	else
@@ -148,6 +153,7 @@ soak_split_case() {
 		"$dir" "$dir" "$dir" >"$dir/c.conf"
 	# shellcheck disable=SC2054 # the commas belong to --modes
 	args=(--count "${SOAK_COUNT:-400}" --live 50 --max-size 4194304 --seed "$seed" --stall 30
+		--small-share "${SOAK_SMALL_SHARE:-20}"
 		--timeout "${SOAK_TIMEOUT:-240}" --modes -server-half-first,-daemon-close,-idle)
 	vsm-soak --role server --listen "unix:$dir/srv.sock" --ready-file "$dir/ready" "${args[@]}" \
 		>"$dir/server.out" 2>&1 &

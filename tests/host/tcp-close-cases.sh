@@ -18,12 +18,13 @@
 # the 4 MiB are in its receive queue, and vsm-peer reads on after a refused send.
 # Uses mini_config, mini_daemon and mini_stop (access-cases.sh).
 
-# free_tcp_ports N: N TCP ports on 127.0.0.1 that nothing listens on now, on one line.
+# free_tcp_ports N: N TCP ports on 127.0.0.1 that no socket uses now, on one line.
 free_tcp_ports() {
 	local ports=() p
 	while ((${#ports[@]} < $1)); do
-		p=$((20000 + RANDOM % 30000))
-		ss -Htln "sport = :$p" | grep -q . || [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+		# below the ephemeral range (32768 up), where a connection's own end could take it
+		p=$((20000 + RANDOM % 12000))
+		ss -Htan "sport = :$p" | grep -q . || [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
 	done
 	echo "${ports[*]}"
 }

@@ -51,7 +51,8 @@
  * lost, duplicated or reordered byte shows at its offset. For the first four every byte must
  * arrive, then a clean EOF. A killed client's bytes must all reach the server, then EOF, within
  * --end-bound-ms of the kill; after a reset the client must see EOF or an error within the
- * same bound, having received a correct prefix.
+ * same bound, having received a correct prefix: an error where both ends are TCP (the relay
+ * sees the server's reset as one, and can pass it on to a TCP client).
  *
  * With --role client or --role server this process plays one end only, and another vsm-soak
  * given the same --seed, --count, --max-size and --modes plays the other (both draw the same
@@ -369,8 +370,12 @@ static void end_write(struct conn *k, struct end *e, uint64_t len)
 		}
 		e->sent += (uint64_t)n;
 		e->tx_ns = k->last_ns = now_ns();
-		/* A client that pauses: about one write in eight is followed by 1 to 60 ms. */
-		if (e == &k->c && k->pausy && !(krnd(k) % 8)) {
+		/*
+		 * A client that pauses: about one write in eight is followed by 1 to 60 ms; one
+		 * in 160 for a small writer, whose writes are about twenty times smaller, so that
+		 * it pauses as often per byte.
+		 */
+		if (e == &k->c && k->pausy && !(krnd(k) % (k->small_up ? 160 : 8))) {
 			k->c_resume_ns = k->last_ns + (1 + krnd(k) % 60) * NSEC_PER_MS;
 			return;
 		}
@@ -474,6 +479,12 @@ static void finish(struct conn *k, unsigned int *live)
 		t = end_delay_ms(k);
 		if (t > opt.end_bound_ms)
 			fail(k, "the client saw the reset too late");
+		/*
+		 * A TCP server's reset reaches the relay as an error, and a TCP client can be
+		 * told: a clean EOF there would make a cut stream look complete.
+		 */
+		if (tcp_client && tcp_server && !opt.no_client && !k->c.failed_io)
+			fail(k, "client: a clean EOF after the server's reset");
 		break;
 	case CLIENT_RESET: /* a correct prefix of its cut (end_read's limit), then the end */
 		t = end_delay_ms(k);
@@ -1591,6 +1602,10 @@ int main(int argc, char **argv)
 					waiting = true;
 				}
 			}
+			/* A step above may have set the next pause or read: it is waited for too. */
+			if (((k->c_resume_ns || k->c_read_ns) && !k->c.done) ||
+			    (k->s_resume_ns && k->s.fd >= 0 && !k->s.done))
+				waiting = true;
 			finish(k, &live);
 		}
 		if (opt.hup_pid && now >= next_hup) {
@@ -1613,6 +1628,14 @@ int main(int argc, char **argv)
 
 				if (k->finished || !k->started)
 					continue;
+				/*
+				 * Stopped before the daemon dialled for it: it waits in the
+				 * listener's backlog, which the stop keeps open, until the
+				 * daemon exits, as long as a slow reader elsewhere keeps the
+				 * stop going (docs/behaviour-matrix.md): not a stall.
+				 */
+				if (termed && k->hit && !k->connected && !daemon_gone())
+					k->last_ns = now;
 				/* Steps above may have made progress after now was taken. */
 				if (now > k->last_ns &&
 				    now - k->last_ns > opt.stall_s * 1000000000ull) {
