@@ -22,7 +22,8 @@
 # /init, tests/lib/harness.sh as /usr/lib/vmtest/lib.sh, the vsock modules
 # (decompressed) in /lib/modules/vmtest/, .output/vsockmapd, .output/vsockmapctl
 # and .output/tools/* in /usr/bin (whichever exist), socat, and the shared
-# libraries of every executable (found with ldd).
+# libraries of every executable (found with ldd). A suite named *small-writes* also gets
+# tests/vm/small-writes-lib.sh as /usr/lib/vmtest/small-writes.sh.
 
 set -euo pipefail
 
@@ -161,6 +162,8 @@ put "$HERE/init" /init 0755
 put "$HERE/../lib/harness.sh" /usr/lib/vmtest/lib.sh 0644
 put "$suite" /suite.sh 0755
 ((!virtio)) || put "$HERE/virtio-guest.sh" /usr/lib/vmtest/virtio.sh 0644
+[[ $(basename "$suite") != *small-writes* ]] ||
+	put "$HERE/small-writes-lib.sh" /usr/lib/vmtest/small-writes.sh 0644
 
 # Modules, decompressed for busybox insmod; /init loads the ones named in
 # lib/modules/vmtest/load-order (built-in ones are left out).

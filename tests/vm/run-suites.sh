@@ -9,7 +9,8 @@
 #   newest (trixie-backports)      the e2e suite
 #   6.12, lockdown=confidentiality the e2e suite's drain subset (BPF rights, drain signals)
 #   6.1 (bookworm)                 the old-kernel suite (the user-space fallback)
-#   6.12                           smoke, and the soak's short profile
+#   6.12                           smoke, the soak's short profile, and the small-write share
+#                                  of the matrix (tests/vm/suite-small-writes.sh)
 #   6.12 and newest, virtio        the virtio tier: virtio-vsock to vhost-device-vsock on the
 #                                  host, host peers (tests/vm/suite-virtio.sh), and its soak
 #                                  (tests/vm/suite-virtio-soak.sh)
@@ -87,10 +88,13 @@ scripts/fetch-vhost-device-vsock.sh >/dev/null ||
 	run virtio-6.12 tests/vm/run.sh tests/vm/suite-virtio.sh --virtio --timeout 600 \
 		--file tests/e2e/scenarios.sh:/usr/lib/vmtest/scenarios.sh
 	run virtio-soak-6.12 tests/vm/run.sh tests/vm/suite-virtio-soak.sh --virtio --timeout 600
+	# The small-write share of the matrix (300 connections, half of them small writers;
+	# docs/behaviour-matrix.md, "Small writes"): the default against the direct control.
+	run small-writes-6.12 tests/vm/run.sh tests/vm/suite-small-writes.sh --timeout 900
 ) &
 wait
 report smoke e2e-6.12 e2e-newest e2e-lockdown oldkernel soak virtio-6.12 virtio-newest \
-	virtio-soak-6.12 virtio-soak-newest
+	virtio-soak-6.12 virtio-soak-newest small-writes-6.12
 
 list=$(IFS=,; echo "${timings[*]}")
 echo "== vm time per run: ${list//,/, }"
