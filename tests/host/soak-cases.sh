@@ -44,7 +44,7 @@
 # NAME with -tcp-target in it has a TCP server, and one with -tcp- both ends on TCP
 # (127.0.0.1, two free ports: free_tcp_ports, tcp-close-cases.sh).
 soak_case() {
-	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0 swap=() s
+	local name=$1 lines=$2 modes=$3 count=$4 dir seed rc summary late stop=() drc=0 swap=() s hung=
 	local idle=(--idle-ms 3000) idle_line='idle-timeout = 3\n' listen connect cli srv p1 p2
 	# fastpath=permanent drops the byte counters the idle timeout needs: no idle ending.
 	[[ $lines != *permanent* ]] || { idle=(); idle_line=; }
@@ -84,8 +84,15 @@ soak_case() {
 	rc=$?
 	if ((${#stop[@]})); then
 		late="none read (stopped)"
-		# vsm-soak stops it; if it ended before (a port taken, a bad option), so does this
-		kill -TERM "$pid" 2>/dev/null
+		# vsm-soak stopped it (stopped=N) and saw every connection end: the daemon must be on
+		# its way out. If vsm-soak ended before its stop (a port taken), stop it here.
+		grep -q '^soak .* stopped=[1-9]' "$dir/soak.out" || kill -TERM "$pid" 2>/dev/null
+		for ((s = 0; s < 300; s++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && hung=" (still running 30 s after the stop's connections ended: killed)" &&
+			kill -KILL "$pid"
 		wait "$pid"
 		drc=$?
 	else
@@ -96,7 +103,7 @@ soak_case() {
 	fi
 	summary=$(grep '^soak ' "$dir/soak.out")
 	if ((drc != 0)); then
-		vmtest_fail "$name" "seed $seed: the daemon exited $drc after the stop: $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ') | $summary"
+		vmtest_fail "$name" "seed $seed: the daemon exited $drc after the stop$hung: $(tail -n 2 "$dir/daemon.log" | tr '\n' ' ') | $summary"
 	elif [[ $lines == *kernel* && ${late:-0} == 0 ]]; then
 		vmtest_fail "$name" "seed $seed: no client left bytes behind at its insert: the sweep and the hold socket were not tested | $summary"
 	elif [ $rc -eq 0 ] && [ -n "$summary" ]; then

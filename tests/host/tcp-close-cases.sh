@@ -64,7 +64,34 @@ tcp_close_case() {
 	mini_stop
 }
 
+# tcp-stop-sending-client: a TCP client that never stops sending and reads slowly, behind a
+# TCP server that answers 8 MiB at once and shuts down writing (the daemon passes that FIN
+# on at once), and a stop half a second in. A socket shut down for reading resets its
+# connection when data arrives after its FIN, dropping what it had not delivered, so the
+# daemon must not shut this client down for reading (redirect_client_reads_held()): all
+# 8 MiB must arrive, then EOF or ECONNRESET (docs/behaviour-matrix.md).
+tcp_stop_sending_client_case() {
+	local name=tcp-stop-sending-client p1 p2 out
+	read -r p1 p2 < <(free_tcp_ports 2)
+	mini_config "$name" s "log-level = info"
+	sed -i -e "s|^listen = .*|listen = TCP-LISTEN:$p1,bind=127.0.0.1|" \
+		-e "s|^connect = .*|connect = TCP-CONNECT:127.0.0.1:$p2|" -e '/^datapath/d' "$MINI_DIR/c.conf"
+	vsm-peer server "tcp:127.0.0.1:$p2" --sink --reply-first 8M --count 1 --timeout 60 \
+		--ready-file "$MINI_DIR/srv.ready" >"$MINI_DIR/srv.log" 2>&1 &
+	MINI_SRV=$!
+	wait_for_file "$MINI_DIR/srv.ready" 10
+	mini_daemon
+	out=$(timeout 60 "$PYTHON" tests/host/tcp-slow-sender.py "$p1" "$MINI_PID" 0.5 2>&1)
+	if [[ $out == "got=8388608 "* ]]; then
+		vmtest_pass "$name" "8 MiB to a 4 KiB/2 ms reader that kept sending, stopped 0.5 s in: all arrived ($out)"
+	else
+		vmtest_fail "$name" "${out:-no output} | $(grep -m2 -E 'lost|reset' "$MINI_DIR/daemon.log" | tr '\n' ' ')"
+	fi
+	mini_stop
+}
+
 host_tcp_close_cases() {
+	tcp_stop_sending_client_case
 	tcp_close_case tcp-close-unread-reply
 	tcp_close_case tcp-close-unread-reply-userspace "datapath = userspace"
 	tcp_close_case tcp-close-drain-timeout-0 "drain-timeout = 0"

@@ -220,7 +220,6 @@ void redirect_fail(struct redirect *r, int err, const char *what)
 	r->owner->ops->redirect_failed(r->owner->l);
 	redirect_log(r, LOG_WARNING, "%s %s: %s; closing the client connection (pid %d)", what,
 		     redirect_target_text(r, target, sizeof(target)), strerror(-err), r->cred.pid);
-	redirect_cut(r);
 	redirect_free(r);
 }
 
@@ -354,8 +353,9 @@ static void close_on(struct redirect *r, enum redirect_event ev)
 	 */
 	if (r->owner->rc->listen.kind == ADDRESS_VSOCK_LISTEN)
 		dir_take_queued(r, CLIENT);
+	redirect_enter(r, ev);
 	/* Not shut: what was copied is still readable, and read again. */
-	if (shutdown(r->ep[CLIENT].fd, SHUT_RD))
+	if (!redirect_client_reads_held(r) && shutdown(r->ep[CLIENT].fd, SHUT_RD))
 		dir_forget_queued(&r->dir[CLIENT]);
 	/*
 	 * A send that queued its skb before the shutdown runs its verdict after it: the drain
@@ -364,7 +364,6 @@ static void close_on(struct redirect *r, enum redirect_event ev)
 	 * of its had returned.
 	 */
 	r->dir[CLIENT].drain_not_before_usec = now_usec() + GATE_VERDICT_GRACE_USEC;
-	redirect_enter(r, ev);
 	if (r->dir[CLIENT].state == DIR_OPEN)
 		dir_enter(r, CLIENT, DIR_SOURCE_ENDED);
 	redirect_log(r, LOG_INFO, "closing on request");

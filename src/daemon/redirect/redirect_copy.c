@@ -164,6 +164,8 @@ ssize_t forward_some(struct redirect *r, int src)
 
 	if (!flush_buf(r, src))
 		return -EAGAIN;
+	if (src == CLIENT && redirect_client_reads_held(r))
+		return 0; /* its end, as a shutdown(SHUT_RD) would read */
 	if (!dir_buf(dir))
 		return -ENOMEM;
 	for (;;) {
@@ -259,6 +261,8 @@ static ssize_t splice_some(struct redirect *r, int src)
 
 	if (!flush_buf(r, src) || !splice_flush(r, src))
 		return -EAGAIN;
+	if (src == CLIENT && redirect_client_reads_held(r))
+		return 0;
 again:
 	if (dir->pipe[0] < 0) {
 		/*

@@ -217,6 +217,11 @@ void dir_enter(struct redirect *r, int src, enum dir_event ev);
 void redirect_cut(struct redirect *r);
 /* Before the client's socket closes: a cut pair resets a TCP client (SO_LINGER 0). */
 void redirect_close_client(struct redirect *r);
+/*
+ * A close (a stop, close ID, the idle timeout) ends the client's way: true where the daemon
+ * stops reading a user-space TCP client itself instead of shutting it down for reading.
+ */
+bool redirect_client_reads_held(const struct redirect *r);
 
 /*
  * Both ways are done: true while a TCP endpoint's peer has not yet taken every byte sent to

@@ -17,12 +17,14 @@
  * those bytes did not arrive (docs/behaviour-matrix.md). By then ours are in its receive
  * queue, which a reset does not purge: a peer that reads on after the error gets them all.
  *
- * Two kinds of client get no FIN before their last byte is acknowledged. One the daemon shut
- * for reading at a close (a stop, close ID, the idle timeout) and that still sends: a TCP
- * socket shut for reading resets its connection at the first byte that arrives once its FIN
- * has gone (tcp_rcv_state_process(), FIN_WAIT1 and FIN_WAIT2 with RCV_SHUTDOWN), and the
- * reset throws away what it had not delivered yet. Its close after the wait sends a FIN, or
- * a reset if it had sent more, behind bytes it already has. And one whose target broke (a
+ * Two kinds of client get no FIN before their last byte is acknowledged. One the daemon
+ * closes (a stop, close ID, the idle timeout) and that still sends: a TCP socket shut for
+ * reading resets its connection at the first byte that arrives once its FIN has gone
+ * (tcp_rcv_state_process(), FIN_WAIT1 and FIN_WAIT2 with RCV_SHUTDOWN), and the reset throws
+ * away what it had not delivered yet. A client on the kernel path is shut for reading at the
+ * close; one in user space is only read no more (redirect_client_reads_held()), since a FIN
+ * passed on with a half-close may have gone already. Its close after the wait sends a FIN,
+ * or a reset if it had sent more, behind bytes it already has. And one whose target broke (a
  * reset, ENOBUFS, a failed write: redirect_cut()), which must not end in a clean EOF, taking
  * a cut stream for a complete one: it is closed with SO_LINGER 0, a reset, read as
  * ECONNRESET once the bytes before it are read.
@@ -140,6 +142,19 @@ bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline)
 	if (waiting)
 		*deadline = now + next;
 	return waiting;
+}
+
+/*
+ * A TCP socket shut for reading resets its connection at the first byte that arrives after
+ * its FIN, which a half-close passed on may have sent long before a close: a user-space TCP
+ * client is not shut down for reading at a close, the daemon just reads it no more
+ * (splice_some(), forward_some()). What it sends after stays unread, and the close that
+ * follows the linger resets it then, behind every byte it was owed.
+ */
+bool redirect_client_reads_held(const struct redirect *r)
+{
+	return r->userspace && is_tcp(r, CLIENT) &&
+	       (r->phase == PHASE_STOPPING || r->phase == PHASE_IDLE_CLOSING);
 }
 
 void redirect_cut(struct redirect *r)

@@ -65,7 +65,7 @@ enum record_dir_fd {
 #define RECORD_EP_BROKEN    0x04 /* epoll said HUP or ERR */
 #define RECORD_EP_SHUT_SEEN 0x08 /* its peer shut down writing */
 #define RECORD_EP_LINGER_SHUT                                                                      \
-	0x10 /* a TCP end shut for writing at the close (redirect_linger.c)                        \
+	0x10 /* a TCP end's linger began (shut for writing, or a FIN held back: redirect_linger.c) \
 	      */
 #define RECORD_EP_CUT	0x20 /* the target: its stream broke; the client is reset at the close */
 #define RECORD_EP_FLAGS 0x3f
