@@ -80,7 +80,7 @@ test_package_install() {
 # daemon runs: the package's restart hands the live redirect over (docs/systemd.md), and
 # every byte arrives both ways.
 test_package_upgrade() {
-	local up_version t0 t1 pid newpid cpid crc rc line inv before after problems=()
+	local up_version t0 t1 pid newpid cpid crc rc line inv before after i problems=()
 	up_version=$(dpkg-deb -f "$PKG_DIR/$PKG_UPGRADE" Version)
 	cp "$CONF" "$T/vsockmap.conf.pkg"
 	printf '\n[bulk]\nlisten  = UNIX-LISTEN:/run/vsockmap/bulk.sock\nconnect = VSOCK-CONNECT:1:5002\n' >>"$CONF"
@@ -108,7 +108,12 @@ test_package_upgrade() {
 	rm -f "$T/pkg-upgrade.pause"
 	wait "$cpid"
 	crc=$?
-	after=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* of')
+	# journald may file the new instance's line after the transfer it made possible has ended
+	for ((i = 0; i < 100; i++)); do
+		after=$(journalctl -q -u "$SVC" -o cat | grep -c 'took back [1-9][0-9]* of')
+		((after > before)) && break
+		sleep 0.1
+	done
 	systemctl stop sink-package 2>/dev/null
 	line=$(journalctl -q -u sink-package -o cat | grep -m1 '^server total')
 	inv=$(prop "$SVC" InvocationID)
