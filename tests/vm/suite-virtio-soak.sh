@@ -19,8 +19,9 @@
 #
 # SOAK_COUNT, SOAK_LIVE, SOAK_MAX_SIZE and SOAK_SEED (default: the guest clock's seconds) may
 # come in /usr/lib/vmtest/soak.env; for a replay also SOAK_ONLY (one connection, vsm-soak
-# --only), SOAK_DATAPATHS (default "userspace", see below), SOAK_LOG_LEVEL (notice) and
-# SOAK_KILL_NO_REPLY (1).
+# --only), SOAK_DATAPATHS (default "userspace", see below), SOAK_LOG_LEVEL (notice),
+# SOAK_KILL_NO_REPLY (1) and SOAK_TARGET_OPTS (appended to the target address, e.g.
+# ",rcvbuf=262144": the daemon's vsock buffer as the kernel has it).
 
 # shellcheck source=tests/lib/harness.sh
 . "${VMTEST_LIB:-/usr/lib/vmtest/lib.sh}"
@@ -65,7 +66,7 @@ datapath = $_dp
 
 [soak]
 listen  = UNIX-LISTEN:$D/soak.sock,backlog=1024
-connect = VSOCK-CONNECT:2:$2
+connect = VSOCK-CONNECT:2:$2${SOAK_TARGET_OPTS:-}
 CONF
 	# shellcheck disable=SC2086 # the arguments are words
 	_r=$(host_req soak "$_n" "$2" $_args)
