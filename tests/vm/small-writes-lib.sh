@@ -6,6 +6,26 @@
 # /usr/lib/vmtest/small-writes.sh in the VM. Each suite defines slow_run and sets D,
 # SLOW_RUNS, SLOW_SIZE and SLOW_WRITE.
 
+# small_daemon NAME DATAPATH CONNECT: vsockmapd with one section, UNIX-LISTEN:D/NAME.sock to
+# CONNECT, configured in D/NAME.conf and logging to D/NAME.log; its pid in small_pid once its
+# control socket (D/NAME.ctl) is up.
+small_daemon() {
+	cat >"$D/$1.conf" <<CONF
+[daemon]
+control = $D/$1.ctl
+log-level = notice
+datapath = $2
+
+[small]
+listen  = UNIX-LISTEN:$D/$1.sock,backlog=1024
+connect = $3
+CONF
+	vsockmapd -c "$D/$1.conf" 2>"$D/$1.log" &
+	# shellcheck disable=SC2034 # read by the suites
+	small_pid=$!
+	wait_for_socket "$D/$1.ctl" 20
+}
+
 # losses_by_direction: from vsm-soak's failed-connection lines on stdin (up=GOT/WANT,
 # down=GOT/WANT), "up: N conns, B bytes lost; down: N conns, B bytes lost".
 losses_by_direction() {

@@ -51,19 +51,8 @@ row() {
 	_name=$1 _connect=$2 _dp=${3:-} _opts=${4:-}
 	_daemon=
 	if [ -n "$_dp" ]; then
-		cat >"$D/$_name.conf" <<CONF
-[daemon]
-control = $D/$_name.ctl
-log-level = notice
-datapath = $_dp
-
-[small]
-listen  = UNIX-LISTEN:$D/$_name.sock,backlog=1024
-connect = VSOCK-CONNECT:1:7100$_opts
-CONF
-		vsockmapd -c "$D/$_name.conf" 2>"$D/$_name.log" &
-		_daemon=$!
-		wait_for_socket "$D/$_name.ctl" 20
+		small_daemon "$_name" "$_dp" "VSOCK-CONNECT:1:7100$_opts"
+		_daemon=$small_pid
 	fi
 	vsm-soak --connect "$_connect" --listen vsock:any:7100 --count "$SMALL_COUNT" \
 		--live "$SMALL_LIVE" --max-size "$SMALL_MAX_SIZE" --seed "$SMALL_SEED" \
@@ -140,20 +129,8 @@ fi
 
 # The slow reader (docs/behaviour-matrix.md, "Small writes"): the default must deliver at least
 # what the direct control delivers, run by run (the same seed).
-slow_cfg=$D/slow.conf
-slow_opts=${SLOW_RCVBUF:+,rcvbuf=$SLOW_RCVBUF}
-cat >"$slow_cfg" <<CONF
-[daemon]
-control = $D/slow.ctl
-log-level = notice
-
-[slow]
-listen  = UNIX-LISTEN:$D/slow.sock
-connect = VSOCK-CONNECT:1:7200$slow_opts
-CONF
-vsockmapd -c "$slow_cfg" 2>"$D/slow.log" &
-slow_daemon=$!
-wait_for_socket "$D/slow.ctl" 20
+small_daemon slow auto "VSOCK-CONNECT:1:7200${SLOW_RCVBUF:+,rcvbuf=$SLOW_RCVBUF}"
+slow_daemon=$small_pid
 slow_reader_test small-writes-slow-reader small-writes vsock:1:7200 "$D/slow.log"
 kill "$slow_daemon"
 wait "$slow_daemon"

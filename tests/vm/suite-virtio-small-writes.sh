@@ -52,19 +52,8 @@ row() {
 	fi
 	_connect=vsock:2:$port
 	if [ -n "$_dp" ]; then
-		cat >"$D/$_name.conf" <<CONF
-[daemon]
-control = $D/$_name.ctl
-log-level = notice
-datapath = $_dp
-
-[small]
-listen  = UNIX-LISTEN:$D/$_name.sock,backlog=1024
-connect = VSOCK-CONNECT:2:$port
-CONF
-		vsockmapd -c "$D/$_name.conf" 2>"$D/$_name.log" &
-		_daemon=$!
-		wait_for_socket "$D/$_name.ctl" 20
+		small_daemon "$_name" "$_dp" "VSOCK-CONNECT:2:$port"
+		_daemon=$small_pid
 		_connect=unix:$D/$_name.sock
 	fi
 	# shellcheck disable=SC2086
@@ -110,7 +99,7 @@ slow_run() {
 	_c=$3
 	[ "$_c" = direct ] && _c=vsock:2:$port
 	if [ "$1" = default ]; then
-		sed "s/^connect = .*/connect = VSOCK-CONNECT:2:$port/" "$D/slow.conf.in" >"$D/slow.conf"
+		sed -i "s/^connect = .*/connect = VSOCK-CONNECT:2:$port/" "$D/slow.conf"
 		vsockmapctl -s "$D/slow.ctl" reload >/dev/null 2>&1
 	fi
 	vsm-peer client "$_c" --send 0 --expect "$SLOW_SIZE" --read-size 4096 --slow 2000 \
@@ -137,19 +126,9 @@ else
 fi
 
 # The slow reader: the default must deliver at least what the direct control delivers.
-cat >"$D/slow.conf.in" <<CONF
-[daemon]
-control = $D/slow.ctl
-log-level = notice
-
-[slow]
-listen  = UNIX-LISTEN:$D/slow.sock
-connect = VSOCK-CONNECT:2:1
-CONF
-cp "$D/slow.conf.in" "$D/slow.conf"
-vsockmapd -c "$D/slow.conf" 2>"$D/slow.log" &
-slow_daemon=$!
-wait_for_socket "$D/slow.ctl" 20
+# Its target is set for each run (slow_run), on a port of its own.
+small_daemon slow auto VSOCK-CONNECT:2:1
+slow_daemon=$small_pid
 slow_reader_test virtio-small-writes-slow-reader "small-writes virtio" direct "$D/slow.log"
 kill "$slow_daemon"
 wait "$slow_daemon"

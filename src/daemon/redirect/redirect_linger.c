@@ -56,8 +56,7 @@ static const char *end_name(int i)
 /* Endpoint i waits for its peer to take our last bytes before a FIN, if any (above). */
 static bool fin_after_ack(const struct redirect *r, int i)
 {
-	return i == CLIENT &&
-	       (r->cut || r->phase == PHASE_STOPPING || r->phase == PHASE_IDLE_CLOSING);
+	return i == CLIENT && (r->cut || redirect_phase_stops_target(r->phase));
 }
 
 /* Still waiting for endpoint i's peer; *poll: when to look again (from now). */
@@ -153,8 +152,7 @@ bool redirect_linger(struct redirect *r, uint64_t now, uint64_t *deadline)
  */
 bool redirect_client_reads_held(const struct redirect *r)
 {
-	return r->userspace && is_tcp(r, CLIENT) &&
-	       (r->phase == PHASE_STOPPING || r->phase == PHASE_IDLE_CLOSING);
+	return r->userspace && is_tcp(r, CLIENT) && redirect_phase_stops_target(r->phase);
 }
 
 void redirect_cut(struct redirect *r)

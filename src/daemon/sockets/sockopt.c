@@ -20,7 +20,8 @@ static bool is_vsock(const struct address *addr)
 	return addr->kind == ADDRESS_VSOCK_CONNECT || addr->kind == ADDRESS_VSOCK_LISTEN;
 }
 
-int socket_set_vsock_buffer(int fd, unsigned long long bytes)
+/* The receive buffer and its maximum, which clamps it, to bytes: 0 or -errno. */
+static int set_vsock_buffer(int fd, unsigned long long bytes)
 {
 	/* The size is clamped to the maximum, so the maximum goes first. */
 	if (setsockopt(fd, SOL_VSOCK_LEVEL, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &bytes, sizeof(bytes)) ||
@@ -33,8 +34,8 @@ void socket_set_bufs(int fd, const struct address *addr)
 {
 	/* vsock ignores SO_RCVBUF: its receive buffer is its own option, and its peer's credit. */
 	if (is_vsock(addr))
-		socket_set_vsock_buffer(fd, addr->rcvbuf ? (unsigned long long)addr->rcvbuf
-							 : VSOCK_RECV_BUFFER);
+		set_vsock_buffer(fd, addr->rcvbuf ? (unsigned long long)addr->rcvbuf
+						  : VSOCK_RECV_BUFFER);
 	else if (addr->rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &addr->rcvbuf, sizeof(addr->rcvbuf));
 	if (addr->sndbuf)

@@ -53,8 +53,6 @@ int socket_outq(int fd);
 bool socket_tcp_closed(int fd);
 /* A vsock socket's receive buffer (SO_VM_SOCKETS_BUFFER_SIZE): what its peer may send unread. */
 int socket_vsock_buffer(int fd);
-/* Set it (and its maximum, which clamps it) to bytes. 0 or -errno. */
-int socket_set_vsock_buffer(int fd, unsigned long long bytes);
 /* The socket would take bytes now (POLLOUT). */
 bool socket_writable(int fd);
 
