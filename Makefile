@@ -153,6 +153,7 @@ $(OUTPUT)/tests/test_fd_carrier: $(addprefix $(OUTPUT)/src/daemon/systemd/,fd_ca
 $(OUTPUT)/tests/test_stored_pair: $(OUTPUT)/src/daemon/systemd/stored_pair.o
 $(OUTPUT)/tests/test_redirect_phase: $(OUTPUT)/src/daemon/redirect/redirect_phase.o
 $(OUTPUT)/tests/test_redirect_record: $(OUTPUT)/src/daemon/redirect/redirect_record.o
+$(OUTPUT)/tests/test_uid_tally: $(OUTPUT)/src/daemon/redirect/uid_tally.o
 $(OUTPUT)/tests/test_control_server: $(addprefix $(OUTPUT)/src/daemon/,control/control_server.o \
 	sockets/socket_file.o sockets/peer_access.o)
 

@@ -179,7 +179,9 @@ bench_daemon_start() {
 	_d_name=$1
 	_d_conf=$BENCH_DIR/$_d_name.conf
 	shift
-	printf '[daemon]\ncontrol = %s\n%s\n' "$BENCH_DIR/$_d_name.ctl" "$1" >"$_d_conf"
+	# The measuring peers run as root alone: no max-redirects-per-uid (the memory rows hold
+	# more than its default).
+	printf '[daemon]\ncontrol = %s\nmax-redirects-per-uid = 0\n%s\n' "$BENCH_DIR/$_d_name.ctl" "$1" >"$_d_conf"
 	shift
 	rm -f "$BENCH_DIR/$_d_name.ctl"
 	"$BENCH_DAEMON" -c "$_d_conf" "$@" 2>"$BENCH_DIR/$_d_name.log" &

@@ -31,7 +31,8 @@
 static const char *const daemon_keys[] = {
     "control",	       "control-mode",	"control-group", "control-admin-group",
     "connect-timeout", "sndbuf",	"drain-timeout", "log-level",
-    "idle-timeout",    "max-redirects", "datapath",	 "fastpath",
+    "idle-timeout",    "max-redirects", "max-redirects-per-uid", "datapath",
+    "fastpath",
 };
 
 static const char *const redirect_keys[] = {"listen", "connect", "allow-uid", "allow-gid"};
@@ -94,7 +95,7 @@ static int check_key(struct loader *ld, const char *name, const char *const *key
 				    "control-mode, control-group, control-admin-group, "
 				    "connect-timeout, sndbuf, "
 				    "drain-timeout, log-level, idle-timeout, max-redirects, "
-				    "datapath, fastpath)",
+				    "max-redirects-per-uid, datapath, fastpath)",
 				    name);
 	return loader_error(ld, ld->line,
 			    "unknown key \"%s\" (valid keys in a redirect section: "
@@ -138,6 +139,8 @@ static int daemon_key(struct loader *ld, const char *name, const char *value)
 		break;
 	case KEY_MAX_REDIRECTS:
 		return parse_max_redirects(ld, value);
+	case KEY_MAX_REDIRECTS_PER_UID:
+		return parse_max_redirects_per_uid(ld, value);
 	case KEY_IDLE_TIMEOUT:
 		r = address_parse_seconds(name, value, true, &ld->daemon.idle_timeout_ms, msg,
 					  sizeof(msg));
@@ -461,6 +464,7 @@ void config_daemon_defaults(struct daemon_config *d)
 	d->sndbuf = DEFAULT_SNDBUF;
 	d->drain_timeout_ms = DEFAULT_DRAIN_MS;
 	d->max_redirects = VSOCKMAP_MAX_REDIRECTS;
+	d->max_redirects_per_uid = DEFAULT_MAX_REDIRECTS_PER_UID;
 	d->log_level = LOG_INFO;
 }
 

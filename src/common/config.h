@@ -60,6 +60,8 @@ struct daemon_config {
 	unsigned int drain_timeout_ms; /* drain-timeout= seconds; default 10 s */
 	unsigned int idle_timeout_ms;  /* idle-timeout= seconds (socat's -T); 0 (default): none */
 	unsigned int max_redirects;    /* max-redirects=; default VSOCKMAP_MAX_REDIRECTS */
+	/* max-redirects-per-uid=: live redirects of unix clients of one uid; 0: no limit */
+	unsigned int max_redirects_per_uid;
 	int log_level;		       /* log-level= err|warning|notice|info|debug */
 	enum datapath_mode datapath;   /* datapath= auto|kernel|userspace; default auto */
 	enum fastpath_mode fastpath;   /* fastpath= counted|permanent; default counted */

@@ -14,6 +14,8 @@
 #define DEFAULT_CONNECT_MS 5000
 #define DEFAULT_DRAIN_MS   10000
 #define DEFAULT_SNDBUF	   (4u << 20)
+/* max-redirects-per-uid=: far above what one user's programs hold at once in a guest */
+#define DEFAULT_MAX_REDIRECTS_PER_UID 1024u
 #define SNDBUF_MIN	   (64u << 10)
 #define SNDBUF_MAX	   (256u << 20)
 #define MSG_MAX		   512
@@ -35,6 +37,7 @@ enum daemon_key {
 	KEY_LOG_LEVEL,
 	KEY_IDLE_TIMEOUT,
 	KEY_MAX_REDIRECTS,
+	KEY_MAX_REDIRECTS_PER_UID,
 	KEY_DATAPATH,
 	KEY_FASTPATH,
 };
@@ -80,6 +83,7 @@ int loader_io_error(struct loader *ld, const char *what, int errnum);
 /* ---- config_values.c: 0, or loader_error()'s -EINVAL ---- */
 int parse_size(struct loader *ld, const char *text, unsigned int *bytes);
 int parse_max_redirects(struct loader *ld, const char *text);
+int parse_max_redirects_per_uid(struct loader *ld, const char *text);
 int parse_log_level(struct loader *ld, const char *text);
 int parse_control_mode(struct loader *ld, const char *text);
 /* control-group= and control-admin-group=: name is the key, for messages. */

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,22 @@ int parse_max_redirects(struct loader *ld, const char *text)
 				    "max-redirects \"%s\" is not a number from 1 to %d", text,
 				    VSOCKMAP_MAX_REDIRECTS);
 	ld->daemon.max_redirects = (unsigned int)v;
+	return 0;
+}
+
+int parse_max_redirects_per_uid(struct loader *ld, const char *text)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = isdigit((unsigned char)*text) ? strtoul(text, &end, 10) : ULONG_MAX;
+	if (v == ULONG_MAX || errno || *end || v > VSOCKMAP_MAX_REDIRECTS)
+		return loader_error(ld, ld->line,
+				    "max-redirects-per-uid \"%s\" is not a number from 0 (no limit) "
+				    "to %d",
+				    text, VSOCKMAP_MAX_REDIRECTS);
+	ld->daemon.max_redirects_per_uid = (unsigned int)v;
 	return 0;
 }
 

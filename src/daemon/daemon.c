@@ -276,23 +276,54 @@ static int check_options(const struct daemon *d, const struct daemon_options *op
 }
 
 /*
+ * Whether anything the daemon serves needs CAP_NET_ADMIN: datapath=kernel, a section on the
+ * kernel path (its SO_SNDBUFFORCE, docs/kernel-notes.md "Buffers"), a datagram section (its
+ * forwarder's buffer holds a datagram as large as a client may send), or a pair taken back
+ * on the kernel path.
+ */
+static bool needs_kernel_path(const struct daemon *d)
+{
+	struct redirect *r;
+	size_t i;
+
+	if (!d->env.dp)
+		return false;
+	if (d->cfg.daemon.datapath == DATAPATH_KERNEL)
+		return true; /* asked for: sections a reload adds take it too */
+	for (i = 0; i < d->n_listeners; i++)
+		if (!d->listeners[i]->userspace || d->listeners[i]->dgram)
+			return true;
+	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r))
+		if (!redirect_userspace(r))
+			return true;
+	return false;
+}
+
+/*
  * Everything is open: keep only what serving and reloading need (privileges.h). The spare
  * datagram verdicts were loaded with the object (load_dgram_verdicts()): from now on the
- * daemon loads no BPF program.
+ * daemon loads no BPF program. Where no section uses the kernel path, its capability goes
+ * too, and sections a reload adds run in user space.
  */
 static int drop_privileges(struct daemon *d)
 {
+	bool kernel = needs_kernel_path(d);
 	char names[128];
 	uint64_t kept;
 	int err;
 
 	if (d->env.dp)
 		dataplane_dgram_seal(d->env.dp);
-	err = privileges_drop(privileges_needed(&d->cfg, d->env.dp != NULL), &kept);
+	err = privileges_drop(privileges_needed(&d->cfg, kernel), &kept);
 	if (err)
 		return log_errno(LOG_ERR, err, "dropping capabilities");
 	privileges_format(kept, names, sizeof(names));
 	log_info("capabilities kept: %s", names);
+	if (d->env.dp && !kernel) {
+		d->env.kernel_path_closed = true;
+		log_info("no section uses the kernel path: CAP_NET_ADMIN dropped; sections a "
+			 "reload adds run in user space until a restart");
+	}
 	return 0;
 }
 
@@ -423,6 +454,7 @@ void daemon_stop(struct daemon *d)
 		listener_retire(d->listeners[i]);
 	while ((r = redirect_table_first(&d->env.redirects)))
 		redirect_free(r); /* frees retired listeners with their last one */
+	uid_tally_free(&d->env.uids);
 	free(d->listeners);
 	d->listeners = NULL;
 	d->n_listeners = 0;

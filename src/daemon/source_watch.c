@@ -6,19 +6,27 @@
 #include "util.h"
 
 /*
- * Once a second: a client stuck behind a full send buffer waits at most that long. Each
- * check is one SIOCINQ per kernel-path redirect, and a map lookup only where bytes wait.
+ * Once a second, at most SOURCE_WATCH_CHECKS_PER_TICK redirects: each check is one SIOCINQ
+ * per kernel-path redirect, and a map lookup only where bytes wait. With n redirects each is
+ * checked every n / SOURCE_WATCH_CHECKS_PER_TICK + 1 seconds, chosen by id, so an idle
+ * daemon's checks cost the same whatever it holds (10,000 SIOCINQ a second took 0.55% of a
+ * CPU on the host, several % under TCG), and a client stuck behind a full send buffer waits
+ * at most that long: 1 s below 1,000 redirects, 11 s at 10,000.
  */
-#define SOURCE_WATCH_USEC USEC_PER_SEC
+#define SOURCE_WATCH_USEC	      USEC_PER_SEC
+#define SOURCE_WATCH_CHECKS_PER_TICK 1000
 
 static int on_source_watch(sd_event_source *s, uint64_t usec, void *userdata)
 {
 	struct daemon *d = userdata;
+	uint64_t shares = d->env.redirects.n / SOURCE_WATCH_CHECKS_PER_TICK + 1;
+	uint64_t due = d->source_watch_tick++ % shares;
 	struct redirect *r, *next;
 
 	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
-		redirect_check_source_mapped(r);
+		if (redirect_id(r) % shares == due)
+			redirect_check_source_mapped(r);
 	}
 	return sd_event_source_set_time(s, usec + SOURCE_WATCH_USEC);
 }

@@ -5,7 +5,8 @@
 # kernel path it keeps CAP_NET_ADMIN alone, after the start and after a reload; every BPF
 # program was loaded before the drop, including DGRAM_SPARES (4) datagram verdicts, so a
 # reload that adds UNIX-RECV sections puts four on the kernel path, and the fifth in user
-# space, saying why. Every datagram of all five must arrive.
+# space, saying why. Every datagram of all five must arrive. Without a section on the kernel
+# path it keeps nothing (host_caps_userspace_only).
 
 CAPS_NET_ADMIN=0000000000001000 # bit 12, in every set but the inheritable and ambient ones
 
@@ -115,4 +116,53 @@ host_caps_cases() {
 		vmtest_fail caps-reload-adds-dgram "bad=$bad, user-space notices=$user, kernel sections=$kernel (want 4, and e1): $(cat "$dir"/srv*.out | tr '\n' ' ') $(tail -n 3 "$dir/daemon.log" | tr '\n' ' ')"
 	fi
 	[ -n "${CAPS_KEEP:-}" ] || rm -rf "$dir"
+	host_caps_userspace_only
+}
+
+# No section on the kernel path (datapath=auto, a unix target: user space): CAP_NET_ADMIN
+# goes too, the pair still moves bytes, and a reload that adds a section auto would put on
+# the kernel path (a UNIX-RECV one) runs it in user space, saying why.
+host_caps_userspace_only() {
+	local dir pid eff bad=0 srv
+	dir=$(mktemp -d /tmp/vsockmap-caps.XXXXXX)
+	printf '[daemon]\ncontrol = %s/ctl.sock\n\n[s]\nlisten = UNIX-LISTEN:%s/s.sock\nconnect = UNIX-CONNECT:%s/srv.sock\n' \
+		"$dir" "$dir" "$dir" >"$dir/c.conf"
+	vsockmapd -c "$dir/c.conf" 2>"$dir/daemon.log" &
+	pid=$!
+	if ! wait_for_socket "$dir/ctl.sock" 10 || ! caps_wait_log "$dir/daemon.log" 'capabilities kept'; then
+		vmtest_fail caps-userspace-only "the daemon did not come up: $(tail -n 2 "$dir/daemon.log")"
+		kill "$pid" 2>/dev/null
+		rm -rf "$dir"
+		return
+	fi
+	read -r eff _ < <(caps_of "$pid")
+	vsm-peer server "unix:$dir/srv.sock" --sink --seed 1 --expect 1M --count 1 --timeout 30 \
+		--ready-file "$dir/srv.ready" >"$dir/srv.out" 2>&1 &
+	srv=$!
+	wait_for_file "$dir/srv.ready" 10 || bad=1
+	vsm-peer client "unix:$dir/s.sock" --seed 1 --send 1M >"$dir/cli.out" 2>&1 || bad=1
+	wait "$srv" || bad=1
+	vsm-peer server "unix:$dir/srvt.sock" --sink --seed 2 --expect 40K --count 1 --timeout 30 \
+		--ready-file "$dir/srvt.ready" >"$dir/srvt.out" 2>&1 &
+	srv=$!
+	wait_for_file "$dir/srvt.ready" 10 || bad=1
+	printf '\n[t]\nlisten = UNIX-RECV:%s/t.sock\nconnect = UNIX-CONNECT:%s/srvt.sock\n' \
+		"$dir" "$dir" >>"$dir/c.conf"
+	kill -HUP "$pid"
+	wait_for_socket "$dir/t.sock" 10 || bad=1
+	vsm-peer client "unix-dgram:$dir/t.sock" --seed 2 --dgram-count 10 --msg-size 4K \
+		>"$dir/cli2.out" 2>&1 || bad=1
+	# A datagram target's stream ends when the daemon stops; the stop delivers what it holds.
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	wait "$srv" || bad=1
+	if ((bad == 0)) && [[ $eff == 0000000000000000 ]] &&
+		grep -q 'capabilities kept: none' "$dir/daemon.log" &&
+		grep -q 'no section uses the kernel path: CAP_NET_ADMIN dropped' "$dir/daemon.log" &&
+		grep -q '\[t\] .*user space (no section used the kernel path at start' "$dir/daemon.log"; then
+		vmtest_pass caps-userspace-only "CapEff=$eff; 1 MiB through [s] and 40 KiB of datagrams through [t], verified; [t], added by a reload, runs in user space: $(grep -m1 -o 'no section used the kernel path at start[^)]*' "$dir/daemon.log")"
+	else
+		vmtest_fail caps-userspace-only "bad=$bad CapEff=$eff (want 0): $(grep -E 'capabilities|\[t\]' "$dir/daemon.log" | tr '\n' ' ') $(cat "$dir"/*.out | tr '\n' ' ')"
+	fi
+	rm -rf "$dir"
 }

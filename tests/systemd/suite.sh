@@ -354,7 +354,8 @@ test_reload_datapath() {
 	local dp=$1 name=reload-live-$1 pid i rc bad=() pids=() seen want
 	want=$([[ $dp == kernel ]] && echo kernel || echo daemon)
 	cp "$CONF" "$T/vsockmap.conf.orig"
-	sed -i "s/^\[daemon\]\$/[daemon]\ndatapath = $dp/" "$CONF"
+	# All held by root: above max-redirects-per-uid's default.
+	sed -i "s/^\[daemon\]\$/[daemon]\ndatapath = $dp\nmax-redirects-per-uid = 0/" "$CONF"
 	timeout 60 systemctl restart "$SVC"
 	pid=$(prop "$SVC" MainPID)
 	for i in 1 2 3 4; do

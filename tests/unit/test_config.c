@@ -151,6 +151,7 @@ static void test_defaults_and_layout(void **state)
 	assert_int_equal(cfg.daemon.sndbuf, 4 << 20);
 	assert_int_equal(cfg.daemon.drain_timeout_ms, 10000);
 	assert_int_equal(cfg.daemon.log_level, LOG_INFO);
+	assert_int_equal(cfg.daemon.max_redirects_per_uid, 1024);
 	assert_int_equal(cfg.redirects[0].line, 1);
 	config_free(&cfg);
 
@@ -231,7 +232,7 @@ static void test_unknown_keys(void **state)
 	    ECHO "[daemon]\nlisten = UNIX-LISTEN:/x\n", 5,
 	    "unknown key \"listen\" (valid keys in [daemon]: control, control-mode, control-group, "
 	    "control-admin-group, connect-timeout, sndbuf, drain-timeout, log-level, idle-timeout, "
-	    "max-redirects, datapath, "
+	    "max-redirects, max-redirects-per-uid, datapath, "
 	    "fastpath)");
 }
 
@@ -376,6 +377,20 @@ static void test_daemon_values(void **state)
 	load_bad("[daemon]\nsndbuf = 99999999999999999999999K\n" ECHO, 2, "is out of range");
 	load_bad("[daemon]\nsndbuf = 4MB\n" ECHO, 2, "sndbuf \"4MB\": trailing garbage \"B\"");
 	load_bad("[daemon]\nsndbuf = big\n" ECHO, 2, "sndbuf \"big\" is not a size");
+	load_ok("[daemon]\nmax-redirects-per-uid = 0\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.max_redirects_per_uid, 0); /* no limit */
+	config_free(&cfg);
+	load_ok("[daemon]\nmax-redirects-per-uid = 65536\n" ECHO, &cfg);
+	assert_int_equal(cfg.daemon.max_redirects_per_uid, 65536);
+	config_free(&cfg);
+	load_bad("[daemon]\nmax-redirects-per-uid = 65537\n" ECHO, 2,
+		 "max-redirects-per-uid \"65537\" is not a number from 0 (no limit) to 65536");
+	load_bad("[daemon]\nmax-redirects-per-uid = -1\n" ECHO, 2,
+		 "max-redirects-per-uid \"-1\" is not a number");
+	load_bad("[daemon]\nmax-redirects-per-uid = 10k\n" ECHO, 2,
+		 "max-redirects-per-uid \"10k\" is not a number");
+	load_bad("[daemon]\nmax-redirects-per-uid = 99999999999999999999999\n" ECHO, 2,
+		 "is not a number from 0");
 	load_bad("[daemon]\nlog-level = inf\n" ECHO, 2,
 		 "log-level \"inf\" is not one of err, warning, notice, info, debug (did you mean "
 		 "\"info\"?)");

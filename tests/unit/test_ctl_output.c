@@ -368,21 +368,26 @@ static const char listeners_response[] =
     "{\"ok\":true,\"listeners\":["
     "{\"name\":\"echo\",\"listen\":\"UNIX-LISTEN:/run/vsockmap/echo.sock\",\"type\":\"stream\","
     "\"path\":\"/run/vsockmap/echo.sock\",\"mode\":\"0660\",\"uid\":0,\"gid\":4000000,"
-    "\"accepted\":12,\"refused\":0,\"failed\":1,\"live\":2,\"limit\":null,\"allow_uid\":[0,1000],"
+    "\"accepted\":12,\"refused\":0,\"refused_uid_limit\":0,\"failed\":1,\"live\":2,"
+    "\"limit\":null,\"allow_uid\":[0,1000],"
     "\"allow_gid\":null},"
     "{\"name\":\"logs\",\"listen\":\"UNIX-RECV:/run/vsockmap/logs.sock\",\"type\":\"dgram\","
     "\"path\":\"/run/vsockmap/logs.sock\",\"mode\":null,\"uid\":null,\"gid\":null,"
-    "\"accepted\":null,\"refused\":null,\"failed\":null,\"live\":1,\"limit\":null,\"allow_uid\":"
+    "\"accepted\":null,\"refused\":null,\"refused_uid_limit\":null,\"failed\":null,"
+    "\"live\":1,\"limit\":null,\"allow_uid\":"
     "null,\"allow_gid\":null}]}";
 
 static const char stats_response[] =
-    "{\"ok\":true,\"stats\":{\"uptime_ms\":3723456,\"accepted\":12,\"refused\":0,\"failed\":1,"
+    "{\"ok\":true,\"stats\":{\"uptime_ms\":3723456,\"accepted\":12,\"refused\":0,"
+    "\"refused_uid_limit\":0,\"failed\":1,"
     "\"live\":3,\"bytes_out\":6291561,\"packets_out\":763,\"bytes_in\":6291456,"
     "\"packets_in\":232,\"late_inserts\":0,\"listeners\":["
-    "{\"name\":\"echo\",\"type\":\"stream\",\"accepted\":12,\"refused\":0,\"failed\":1,"
+    "{\"name\":\"echo\",\"type\":\"stream\",\"accepted\":12,\"refused\":0,"
+    "\"refused_uid_limit\":0,\"failed\":1,"
     "\"live\":2,\"bytes_out\":6291456,\"packets_out\":758,\"bytes_in\":6291456,"
     "\"packets_in\":232},"
-    "{\"name\":\"logs\",\"type\":\"dgram\",\"accepted\":null,\"refused\":null,\"failed\":null,"
+    "{\"name\":\"logs\",\"type\":\"dgram\",\"accepted\":null,\"refused\":null,"
+    "\"refused_uid_limit\":null,\"failed\":null,"
     "\"live\":1,\"bytes_out\":105,\"packets_out\":5,\"bytes_in\":0,\"packets_in\":0}]}}";
 
 static const char status_response[] =

@@ -368,6 +368,7 @@ static void add_connection_counts(struct json_object *o, const struct listener *
 
 	add(o, "accepted", dgram ? NULL : json_object_new_uint64(l->accepted));
 	add(o, "refused", dgram ? NULL : json_object_new_uint64(l->refused));
+	add(o, "refused_uid_limit", dgram ? NULL : json_object_new_uint64(l->refused_uid_limit));
 	add(o, "failed", dgram ? NULL : json_object_new_uint64(l->failed));
 	add_u64(o, "live", listener_live(l));
 }
@@ -427,7 +428,7 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		     struct json_object *response, char **error_text)
 {
 	struct json_object *stats, *arr;
-	uint64_t accepted = 0, failed = 0, live = 0;
+	uint64_t accepted = 0, refused = 0, refused_uid_limit = 0, failed = 0, live = 0;
 	struct traffic *t, all;
 	size_t i;
 	int err;
@@ -452,12 +453,15 @@ static int cmd_stats(struct daemon *d, const struct control_peer *peer, struct j
 		json_object_array_add(arr, o);
 		if (!is_dgram(l)) {
 			accepted += l->accepted;
+			refused += l->refused;
+			refused_uid_limit += l->refused_uid_limit;
 			failed += l->failed;
 		}
 		live += listener_live(l);
 	}
 	add_u64(stats, "accepted", accepted);
-	add_u64(stats, "refused", 0);
+	add_u64(stats, "refused", refused);
+	add_u64(stats, "refused_uid_limit", refused_uid_limit);
 	add_u64(stats, "failed", failed);
 	add_u64(stats, "live", live);
 	add_counters(stats, &all);

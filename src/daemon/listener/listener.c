@@ -134,6 +134,34 @@ static bool slot_left(struct listener *l)
 	return false;
 }
 
+/*
+ * max-redirects-per-uid: a unix client whose uid already has that many live redirects is
+ * closed at once, so that one local user cannot take every redirect (and the kernel memory
+ * each holds) from the others. Other transports carry no uid the kernel vouches for.
+ */
+static bool uid_below_limit(struct listener *l, int cfd)
+{
+	unsigned int limit = l->env->cfg->max_redirects_per_uid;
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+	char listen[160];
+
+	if (!limit || l->rc->listen.kind != ADDRESS_UNIX_LISTEN ||
+	    getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+	    uid_tally_get(&l->env->uids, cred.uid) < limit)
+		return true;
+	l->refused++;
+	l->refused_uid_limit++;
+	address_format(&l->rc->listen, listen, sizeof(listen));
+	log_fields(LOG_WARNING,
+		   LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
+		   "[%s] refused pid %d (uid %u) on %s: uid %u has %u redirects live, the "
+		   "max-redirects-per-uid limit",
+		   l->rc->name, (int)cred.pid, (unsigned int)cred.uid, l->where,
+		   (unsigned int)cred.uid, limit);
+	return false;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	struct listener *l = userdata;
@@ -160,7 +188,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
 				continue;
 			return 0;
 		}
-		if (!peer_admitted(l, cfd) || !slot_left(l)) {
+		if (!peer_admitted(l, cfd) || !uid_below_limit(l, cfd) || !slot_left(l)) {
 			safe_close(cfd);
 			continue;
 		}
@@ -331,6 +359,10 @@ int listener_open_on(struct redirect_env *env, const struct redirect_config *rc,
 		 address_has_file(&rc->listen) ? rc->listen.path : listen);
 	if (!env->dp)
 		listener_set_userspace(l, env->userspace_why);
+	else if (env->kernel_path_closed)
+		listener_set_userspace(l, "no section used the kernel path at start, so the daemon "
+					  "dropped CAP_NET_ADMIN, which it needs; restart it to use "
+					  "the kernel path");
 	else if (!address_has_file(&rc->listen))
 		listener_set_userspace(l, "the kernel path takes unix clients only");
 	else if (env->cfg->datapath == DATAPATH_AUTO &&

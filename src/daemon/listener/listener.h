@@ -38,6 +38,7 @@ struct listener {
 	uint64_t accepted;
 	uint64_t failed;  /* target refused, timed out, or set-up failed */
 	uint64_t refused; /* not in allow-uid/allow-gid, or no file descriptor left */
+	uint64_t refused_uid_limit; /* of refused, at max-redirects-per-uid */
 	size_t live;
 	struct traffic closed; /* moved by its redirects that have closed */
 };

@@ -86,6 +86,8 @@ void redirect_free(struct redirect *r)
 	redirect_close_client(r);
 	redirect_enter(r, REDIRECT_FREED);
 	redirect_table_remove(&r->env->redirects, &r->live);
+	if (r->uid_counted)
+		uid_tally_remove(&r->env->uids, r->cred.uid);
 	sd_event_source_disable_unref(r->timer);
 	/*
 	 * A handed-over pair keeps its entries, its hold socket's and its injector's for the
@@ -240,12 +242,22 @@ static int link_pair(struct redirect *r)
 		err = socket_cookie(r->ep[i].fd, &r->ep[i].cookie);
 		if (err)
 			return err;
-		/* sndbuf= on the address wins (socket_set_bufs()). */
-		if (!(i == CLIENT ? r->owner->rc->listen.sndbuf : r->owner->rc->connect.sndbuf))
-			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	}
+	/*
+	 * A user-space pair keeps the kernel's default send buffers: the relay's pipe moves
+	 * 256 KiB a call, and a larger buffer only lets a client that never reads pin more kernel
+	 * memory (docs/security.md, "What one connection costs").
+	 */
 	if (r->userspace)
 		return 0;
+	/*
+	 * The kernel path's backlog worker retries a jiffy later whenever the egress socket is
+	 * not writable by its sk_sndbuf (docs/kernel-notes.md, "Buffers"). sndbuf= on the
+	 * address wins (socket_set_bufs()).
+	 */
+	for (i = 0; i < 2; i++)
+		if (!(i == CLIENT ? r->owner->rc->listen.sndbuf : r->owner->rc->connect.sndbuf))
+			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	err = held_read_prepare(r->ep[CLIENT].fd);
 	if (err)
 		return err;
@@ -375,12 +387,17 @@ static void close_on(struct redirect *r, enum redirect_event ev)
 static void read_client_identity(struct redirect *r)
 {
 	socklen_t len = sizeof(r->cred);
+	int fd, domain = 0;
 	char path[64];
 	ssize_t n;
-	int fd;
 
 	if (getsockopt(r->ep[CLIENT].fd, SOL_SOCKET, SO_PEERCRED, &r->cred, &len))
 		return;
+	/* Only a unix peer's uid is real (others read as the overflow uid): max-redirects-per-uid. */
+	len = sizeof(domain);
+	if (!getsockopt(r->ep[CLIENT].fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
+	    domain == AF_UNIX && !uid_tally_add(&r->env->uids, r->cred.uid))
+		r->uid_counted = true;
 	snprintf(path, sizeof(path), "/proc/%d/comm", r->cred.pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -15,6 +15,7 @@
 
 #include "redirect_record.h"
 #include "redirect_table.h"
+#include "uid_tally.h"
 #include "traffic.h"
 #include "vsockmap.h"
 
@@ -61,11 +62,15 @@ struct redirect_env {
 	const struct daemon_config *cfg; /* the [daemon] settings, as the last reload left them */
 	struct passed_fds *passed;	 /* what systemd passed at start, until each is taken */
 	struct redirect_table redirects; /* live stream redirects, newest first, and their ids */
+	struct uid_tally uids;		 /* of those, the unix clients' per uid */
 	struct redirect_loop loop;	 /* their epoll set (redirect_events.c) */
 	uint64_t late_inserts;		 /* client bytes arrived while its socket entered the map */
 	bool handing_over;		 /* restarting: every redirect goes to the fd store */
 	uint32_t generation; /* this instance's number in the chain of restarts (handover.c) */
 	bool stopping; /* stopping: redirects finish, then the loop exits (stop_drain.c) */
+	/* CAP_NET_ADMIN dropped at start, no section used the kernel path: new ones run in
+	 * user space until a restart */
+	bool kernel_path_closed;
 };
 
 /*
@@ -161,6 +166,10 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 void redirect_mark_handed_over(struct redirect *r);
 /* Marked so: redirect_free() closes only this instance's copies of its descriptors. */
 bool redirect_handed_over(const struct redirect *r);
+/* Carried by the daemon both ways: no socket of it is in the BPF maps. */
+bool redirect_userspace(const struct redirect *r);
+/* Its id: 1, 2, ... in the order the clients came (carried across restarts). */
+uint64_t redirect_id(const struct redirect *r);
 /* The instance that made its target socket (the queue probe's link it needs). */
 uint32_t redirect_origin(const struct redirect *r);
 /*

@@ -145,6 +145,7 @@ struct redirect {
 	uint64_t started_usec;
 	struct timed_connect connect;
 	struct ucred cred;
+	bool uid_counted; /* a unix client: counted in env->uids under cred.uid */
 	char comm[32];
 };
 
