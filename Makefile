@@ -155,7 +155,7 @@ $(OUTPUT)/tests/test_redirect_phase: $(OUTPUT)/src/daemon/redirect/redirect_phas
 $(OUTPUT)/tests/test_redirect_record: $(OUTPUT)/src/daemon/redirect/redirect_record.o
 $(OUTPUT)/tests/test_uid_tally: $(OUTPUT)/src/daemon/redirect/uid_tally.o
 $(OUTPUT)/tests/test_control_server: $(addprefix $(OUTPUT)/src/daemon/,control/control_server.o \
-	sockets/socket_file.o sockets/peer_access.o)
+	control/control_conn.o sockets/socket_file.o sockets/peer_access.o)
 
 $(OUTPUT)/tests/%: $(OUTPUT)/tests/unit/%.o $(COMMON_OBJS)
 	$(call msg,LINK,$@)

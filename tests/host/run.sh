@@ -65,11 +65,13 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/host/sockfile-cases.sh
 # shellcheck source=tests/host/hostile-client-cases.sh
 . tests/host/hostile-client-cases.sh
+# shellcheck source=tests/host/hostile-control-cases.sh
+. tests/host/hostile-control-cases.sh
 
 groups=("$@")
 ((${#groups[@]})) || groups=(e2e_run_common fallback_cases ctl_run_all host_daemon_cases
 	host_access_cases host_control_role_cases host_caps_cases host_nofile_cases host_stop_cases host_sockfile_cases
-	host_hostile_client_cases daemon_reload daemon_reload_userspace daemon_reload_backlog
+	host_hostile_client_cases host_hostile_control_cases daemon_reload daemon_reload_userspace daemon_reload_backlog
 	cmdline_cases
 	host_slow_reader_cases host_tcp_close_cases host_peer_gone_cases host_handover_cases host_restart_cases host_soak_cases)
 for g in "${groups[@]}"; do

@@ -5,7 +5,9 @@
  * much. The server runs on a real sd-event loop with a handler that answers "big" with a
  * string of the asked size; the clients are real unix sockets in this same thread, so the
  * test pumps the loop while they read. The stall and idle timeouts, shortened, close the
- * clients that hold an answer or a slot without using it, and only those.
+ * clients that hold an answer or a slot without using it, and only those. A client that
+ * sends many requests at once is answered a few per turn of the loop, below a source of the
+ * data path's priority.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -39,6 +41,9 @@ struct fixture {
 	char path[108]; /* sun_path */
 };
 
+/* Requests the handler has answered. */
+static unsigned int handled;
+
 static int handle(void *userdata, const struct control_peer *peer, const char *command,
 		  struct json_object *request, struct json_object **response, char **error_text)
 {
@@ -47,6 +52,7 @@ static int handle(void *userdata, const struct control_peer *peer, const char *c
 	size_t n;
 
 	(void)userdata;
+	handled++;
 	(void)peer;
 	(void)error_text;
 	*response = json_object_new_object();
@@ -334,12 +340,67 @@ static void test_idle_client_closed(void **state)
 	pump(f);
 }
 
+static int count_dispatch(sd_event_source *s, void *userdata)
+{
+	(void)s;
+	++*(unsigned int *)userdata;
+	return 0;
+}
+
+/* One sd_event_run() dispatches one source, so each step below is one turn of the loop. */
+static void test_requests_bounded_per_turn(void **state)
+{
+	struct fixture *f = *state;
+	static const char line[] = "{\"command\":\"status\"}\n";
+	char batch[10 * sizeof(line)];
+	unsigned int data_runs = 0;
+	char answers[4096], *p;
+	sd_event_source *data;
+	ssize_t n;
+	int fd, i;
+
+	fd = client(f);
+	for (i = 0; i < 10; i++)
+		memcpy(batch + i * (sizeof(line) - 1), line, sizeof(line) - 1);
+	assert_int_equal(send(fd, batch, 10 * (sizeof(line) - 1), MSG_NOSIGNAL),
+			 (ssize_t)(10 * (sizeof(line) - 1)));
+	handled = 0;
+	/* A data path source that is ready at the same time goes first. */
+	assert_int_equal(sd_event_add_defer(f->event, &data, count_dispatch, &data_runs), 0);
+	assert_true(sd_event_run(f->event, 0) > 0);
+	assert_int_equal(data_runs, 1);
+	assert_int_equal(handled, 0);
+	/* Then the client: four of its ten requests, no more. */
+	assert_true(sd_event_run(f->event, 0) > 0);
+	assert_int_equal(handled, 4);
+	/* The data path again before the next four. */
+	assert_int_equal(sd_event_source_set_enabled(data, SD_EVENT_ONESHOT), 0);
+	assert_true(sd_event_run(f->event, 0) > 0);
+	assert_int_equal(data_runs, 2);
+	assert_int_equal(handled, 4);
+	assert_true(sd_event_run(f->event, 0) > 0);
+	assert_int_equal(handled, 8);
+	pump(f);
+	assert_int_equal(handled, 10);
+	/* All ten answered, in order; they came as one read. */
+	n = recv(fd, answers, sizeof(answers) - 1, MSG_DONTWAIT);
+	assert_true(n > 0);
+	answers[n] = '\0';
+	for (i = 0, p = answers; (p = strstr(p, "{\"ok\":true")); p++)
+		i++;
+	assert_int_equal(i, 10);
+	sd_event_source_disable_unref(data);
+	close(fd);
+	pump(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_answer_memory_bounded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stalled_reader_closed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_client_closed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_requests_bounded_per_turn, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

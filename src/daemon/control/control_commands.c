@@ -27,6 +27,7 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
+#include "redirect_client.h"
 #include "reload.h"
 #include "traffic_total.h"
 #include "util.h"
@@ -108,18 +109,6 @@ static void not_admin_why(const struct daemon *d, const struct control_peer *pee
 			 (unsigned int)peer->uid, self);
 }
 
-/*
- * A reader sees the datagram listeners (r is NULL: they have no client) and the stream
- * redirects whose client runs as its own uid; an admin sees all (docs/security.md, "The
- * control socket's roles"). Not by client.pid: SO_PEERCRED gives pid 0 for a client in
- * another pid namespace, and its uid is still real.
- */
-static bool redirect_visible(const struct control_peer *peer, const struct redirect_info *info,
-			     const struct redirect *r)
-{
-	return peer->role >= CONTROL_ROLE_ADMIN || !r || info->client.uid == peer->uid;
-}
-
 static bool is_dgram(const struct listener *l)
 {
 	return l->rc->listen.kind == ADDRESS_UNIX_RECV;
@@ -188,65 +177,90 @@ static struct json_object *redirect_json(const struct redirect_info *info,
 }
 
 /*
- * Every live redirect, datagram listeners first (in configuration order), then stream
- * redirects, newest first. fn returns non-zero to stop.
+ * Which redirects a request is about. All of it is decided from what the daemon holds in
+ * memory (the section's name, the client's uid, the id), before redirect_get_info(): that
+ * costs socket calls and map lookups per redirect, and a reader asking over and over for a
+ * list it mostly may not see must not make the daemon pay them for every live redirect.
  */
-static void for_each_redirect(struct daemon *d,
+struct redirect_filter {
+	const struct control_peer *peer; /* NULL: every client's */
+	const char *name;		 /* NULL: every section's */
+};
+
+static bool filter_section(const struct redirect_filter *f, const struct listener *l)
+{
+	return !f->name || !strcmp(f->name, l->rc->name);
+}
+
+/*
+ * A reader sees the datagram listeners (they have no client: never filtered here) and the
+ * stream redirects whose client runs as its own uid; an admin sees all (docs/security.md,
+ * "The control socket's roles"). Not by client pid: SO_PEERCRED gives pid 0 for a client in
+ * another pid namespace, and its uid is still real.
+ */
+static bool filter_client(const struct redirect_filter *f, const struct redirect *r)
+{
+	return !f->peer || f->peer->role >= CONTROL_ROLE_ADMIN ||
+	       redirect_client(r)->uid == f->peer->uid;
+}
+
+/*
+ * Every live redirect that passes the filter, datagram listeners first (in configuration
+ * order), then stream redirects, newest first; only those are asked for their info. fn
+ * returns non-zero to stop.
+ */
+static void for_each_redirect(struct daemon *d, const struct redirect_filter *filter,
 			      int (*fn)(void *ctx, const struct redirect_info *info,
 					struct redirect *r, struct listener *l),
 			      void *ctx)
 {
 	struct redirect_info info;
+	struct listener *l;
 	struct redirect *r;
 	size_t i;
 
 	for (i = 0; i < d->n_listeners; i++) {
-		struct listener *l = d->listeners[i];
-
-		if (!l->dgram)
+		l = d->listeners[i];
+		if (!l->dgram || !filter_section(filter, l))
 			continue;
 		dgram_forwarder_get_info(l->dgram, &info);
 		if (fn(ctx, &info, NULL, l))
 			return;
 	}
 	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r)) {
+		l = redirect_listener(r);
+		if (!filter_section(filter, l) || !filter_client(filter, r))
+			continue;
 		redirect_get_info(r, &info, false);
-		if (fn(ctx, &info, r, redirect_listener(r)))
+		if (fn(ctx, &info, r, l))
 			return;
 	}
 }
 
-struct list_ctx {
-	const char *name;
-	const struct control_peer *peer;
-	struct json_object *arr;
-};
-
 static int list_one(void *ctx, const struct redirect_info *info, struct redirect *r,
 		    struct listener *l)
 {
-	struct list_ctx *c = ctx;
-
-	if ((!c->name || !strcmp(c->name, l->rc->name)) && redirect_visible(c->peer, info, r))
-		json_object_array_add(c->arr, redirect_json(info, l->rc));
+	(void)r;
+	json_object_array_add(ctx, redirect_json(info, l->rc));
 	return 0;
 }
 
 static int cmd_list(struct daemon *d, const struct control_peer *peer, struct json_object *request,
 		    struct json_object *response, char **error_text)
 {
-	struct list_ctx c = {.peer = peer, .arr = json_object_new_array()};
-	struct json_object *filter;
+	struct redirect_filter filter = {.peer = peer};
+	struct json_object *arr, *name;
 
-	if (json_object_object_get_ex(request, "name", &filter) && filter) {
-		if (!json_object_is_type(filter, json_type_string)) {
-			json_object_put(c.arr);
+	if (json_object_object_get_ex(request, "name", &name) && name) {
+		if (!json_object_is_type(name, json_type_string))
 			return set_error(error_text, EINVAL, "\"name\" must be a string");
-		}
-		c.name = json_object_get_string(filter);
+		filter.name = json_object_get_string(name);
 	}
-	for_each_redirect(d, list_one, &c);
-	add(response, "redirects", c.arr);
+	arr = json_object_new_array();
+	if (!arr)
+		return -ENOMEM;
+	for_each_redirect(d, &filter, list_one, arr);
+	add(response, "redirects", arr);
 	return 0;
 }
 
@@ -265,46 +279,61 @@ static int request_id(struct json_object *request, const char *command, uint64_t
 	return 0;
 }
 
+/* One redirect by id: r is NULL for a datagram listener's pseudo-redirect. */
 struct find_ctx {
 	uint64_t id;
-	struct redirect_info info;
 	struct redirect *r;
 	struct listener *l;
 };
 
-static int find_one(void *ctx, const struct redirect_info *info, struct redirect *r,
-		    struct listener *l)
-{
-	struct find_ctx *c = ctx;
-
-	if (info->id != c->id)
-		return 0;
-	c->info = *info;
-	c->r = r;
-	c->l = l;
-	return 1;
-}
-
+/*
+ * The redirect with the request's id, found by the table's id alone (no info read), or a
+ * datagram listener's (one per UNIX-RECV section, a handful at most). Returns 0 with c->l
+ * set, or -errno with *error_text.
+ */
 static int find_redirect(struct daemon *d, const char *command, struct json_object *request,
 			 struct find_ctx *c, char **error_text)
 {
+	struct redirect_info info;
+	size_t i;
 	int r;
 
 	memset(c, 0, sizeof(*c));
 	r = request_id(request, command, &c->id, error_text);
 	if (r < 0)
 		return r;
-	for_each_redirect(d, find_one, c);
-	if (!c->l) {
-		set_error(error_text, ENOENT, "no redirect with id %" PRIu64, c->id);
-		return -ENOENT; /* and 0 only with c->l set */
+	c->r = redirect_table_find(&d->env.redirects, c->id);
+	if (c->r) {
+		c->l = redirect_listener(c->r);
+		return 0;
 	}
-	return 0;
+	for (i = 0; i < d->n_listeners; i++) {
+		if (!d->listeners[i]->dgram)
+			continue;
+		dgram_forwarder_get_info(d->listeners[i]->dgram, &info);
+		if (info.id == c->id) {
+			c->l = d->listeners[i];
+			return 0;
+		}
+	}
+	set_error(error_text, ENOENT, "no redirect with id %" PRIu64, c->id);
+	return -ENOENT; /* and 0 only with c->l set */
+}
+
+/* Its info, read once it is known to be answered; with_queues: one BPF iteration more. */
+static void found_info(const struct find_ctx *c, struct redirect_info *info, bool with_queues)
+{
+	if (c->r)
+		redirect_get_info(c->r, info, with_queues);
+	else
+		dgram_forwarder_get_info(c->l->dgram, info);
 }
 
 static int cmd_show(struct daemon *d, const struct control_peer *peer, struct json_object *request,
 		    struct json_object *response, char **error_text)
 {
+	struct redirect_filter filter = {.peer = peer};
+	struct redirect_info info;
 	struct find_ctx c;
 	char why[160];
 	int r;
@@ -312,22 +341,22 @@ static int cmd_show(struct daemon *d, const struct control_peer *peer, struct js
 	r = find_redirect(d, "show", request, &c, error_text);
 	if (r < 0)
 		return r;
-	if (!redirect_visible(peer, &c.info, c.r)) {
+	if (c.r && !filter_client(&filter, c.r)) {
 		not_admin_why(d, peer, why, sizeof(why));
 		return set_error(error_text, EPERM,
 				 "redirect %" PRIu64 " is another user's: show needs the admin "
 				 "role for it: %s",
 				 c.id, why);
 	}
-	if (c.r)
-		redirect_get_info(c.r, &c.info, true); /* with the kernel queue lengths */
-	add(response, "redirect", redirect_json(&c.info, c.l->rc));
+	found_info(&c, &info, true); /* with the kernel queue lengths */
+	add(response, "redirect", redirect_json(&info, c.l->rc));
 	return 0;
 }
 
 static int cmd_close(struct daemon *d, const struct control_peer *peer, struct json_object *request,
 		     struct json_object *response, char **error_text)
 {
+	struct redirect_info info;
 	struct json_object *snapshot;
 	struct find_ctx c;
 	const char *name;
@@ -341,13 +370,14 @@ static int cmd_close(struct daemon *d, const struct control_peer *peer, struct j
 				 "redirect %" PRIu64 " is the datagram listener [%s]; it closes "
 				 "with the daemon",
 				 c.id, c.l->rc->name);
+	found_info(&c, &info, false);
 	name = c.l->rc->name;
 	log_fields(LOG_INFO,
-		   LOG_CTX(.redirect = name, .redirect_id = c.id, .client_pid = c.info.client.pid),
+		   LOG_CTX(.redirect = name, .redirect_id = c.id, .client_pid = info.client.pid),
 		   "[%s] redirect %" PRIu64 ": close requested by uid %u (pid %d)", name, c.id,
 		   (unsigned int)peer->uid, (int)peer->pid);
 	/* The snapshot first: redirect_request_close() may free the redirect at once. */
-	snapshot = redirect_json(&c.info, c.l->rc);
+	snapshot = redirect_json(&info, c.l->rc);
 	add_string(snapshot, "state", "closing");
 	redirect_request_close(c.r);
 	add(response, "redirect", snapshot);

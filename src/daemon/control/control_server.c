@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Control socket server. Single-threaded on sd-event: every socket is nonblocking, a
- * client's answer that does not fit into the socket buffer waits for EPOLLOUT, and while an
- * answer is pending that client's input is not read, so a client that never reads costs
- * at most one answer plus one read chunk of memory. All clients' unsent answers together
- * stay under CONTROL_ANSWER_BYTES_MAX (conn_queue()). A client that reads none of its
- * answer for the stall timeout, or sends no request for the idle timeout, is closed
- * (conn_timer()), so that neither the answer memory nor the client slots stay held.
+ * Control socket server: the listening socket (its file, group and mode), accept, and who
+ * may use it: each peer's role from its credentials, and an error line to those it refuses
+ * (no role, or over the client limits). An accepted client is served by control_conn.c. The
+ * listener and its retry timer run at CONTROL_EVENT_PRIORITY, like the clients' sources.
  */
 #include <errno.h>
 #include <limits.h>
@@ -28,393 +25,16 @@
 
 #include "control_proto.h"
 #include "control_server.h"
+#include "control_server_internal.h"
 #include "socket_file.h"
 #include "log.h"
 #include "peer_access.h"
 #include "util.h"
 
-#define READ_CHUNK (16 * 1024)
 /* Accepts per wakeup, so that a flood of clients cannot starve the rest of the loop. */
 #define ACCEPT_BURST 16
 /* Pause after EMFILE and friends before accepting again. */
 #define ACCEPT_RETRY_USEC (1000 * 1000)
-/* Bytes of a command name quoted back in messages. */
-#define COMMAND_SHOW_MAX 64
-
-struct control_conn {
-	struct control_server *srv;
-	struct control_conn *prev, *next;
-	int fd;
-	sd_event_source *io;
-	sd_event_source *timer; /* the stall or idle deadline, from last_activity */
-	uint64_t last_activity; /* CLOCK_MONOTONIC usec: a byte read or sent */
-	uint64_t id;
-	struct control_peer peer;
-	struct line_buffer in;
-	char *out; /* answer not yet fully sent */
-	size_t out_len, out_off;
-	bool close_after_flush; /* after an oversize line: answer, then hang up */
-};
-
-struct control_server {
-	sd_event *event;
-	char *path;
-	int fd;
-	struct socket_file_id file; /* ours: close() never unlinks a successor's socket */
-	sd_event_source *listen_io;
-	sd_event_source *accept_retry;
-	const struct control_handler *handler;
-	void *userdata;
-	struct control_access access;
-	struct control_conn *conns;
-	unsigned int n_conns;
-	unsigned int n_read_conns; /* of n_conns, those of the read role */
-	uint64_t next_conn_id;
-	size_t answer_bytes; /* the conns' out_len, summed */
-	uint64_t stall_usec, idle_usec;
-};
-
-static void conn_free(struct control_conn *conn)
-{
-	struct control_server *srv = conn->srv;
-
-	if (conn->prev)
-		conn->prev->next = conn->next;
-	else
-		srv->conns = conn->next;
-	if (conn->next)
-		conn->next->prev = conn->prev;
-	srv->n_conns--;
-	if (conn->peer.role == CONTROL_ROLE_READ)
-		srv->n_read_conns--;
-
-	/* sd-event defers the actual free when this is the source being dispatched. */
-	sd_event_source_disable_unref(conn->io);
-	sd_event_source_disable_unref(conn->timer);
-	close(conn->fd);
-	line_buffer_free(&conn->in);
-	srv->answer_bytes -= conn->out_len;
-	free(conn->out);
-	free(conn);
-}
-
-static void conn_active(struct control_conn *conn)
-{
-	sd_event_now(conn->srv->event, CLOCK_MONOTONIC, &conn->last_activity);
-}
-
-/* While an answer waits, the stall timeout counts; else the idle one. */
-static uint64_t conn_deadline(const struct control_conn *conn)
-{
-	const struct control_server *srv = conn->srv;
-
-	return conn->last_activity + (conn->out ? srv->stall_usec : srv->idle_usec);
-}
-
-static int conn_arm_timer(struct control_conn *conn)
-{
-	int r = sd_event_source_set_time(conn->timer, conn_deadline(conn));
-
-	return r < 0 ? r : sd_event_source_set_enabled(conn->timer, SD_EVENT_ONESHOT);
-}
-
-/* Send what is pending. Returns 0 (done or would block) or -errno. */
-static int conn_flush(struct control_conn *conn)
-{
-	ssize_t n;
-
-	while (conn->out_off < conn->out_len) {
-		n = send(conn->fd, conn->out + conn->out_off, conn->out_len - conn->out_off,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EAGAIN)
-				return 0;
-			return -errno;
-		}
-		conn->out_off += n;
-		conn_active(conn);
-	}
-	conn->srv->answer_bytes -= conn->out_len;
-	free(conn->out);
-	conn->out = NULL;
-	conn->out_len = conn->out_off = 0;
-	return 0;
-}
-
-/*
- * An answer that would take the unsent answers of all clients past the limit is replaced by
- * an error: a few clients that never read must not make the daemon hold 64 full answers.
- * The refused client may ask again once others have read theirs.
- */
-static int over_answer_limit(struct control_conn *conn, size_t len, char **line, size_t *line_len)
-{
-	struct control_server *srv = conn->srv;
-	struct json_object *err;
-	char msg[256];
-	int r;
-
-	log_warn("control client %" PRIu64 " (pid %d): answer of %zu bytes refused: unsent "
-		 "answers already hold %zu bytes, the limit is %d",
-		 conn->id, (int)conn->peer.pid, len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
-	snprintf(msg, sizeof(msg),
-		 "answer of %zu bytes not sent: unsent answers to other control clients already "
-		 "hold %zu bytes of the daemon's limit of %d; ask again once they have read them",
-		 len, srv->answer_bytes, CONTROL_ANSWER_BYTES_MAX);
-	err = control_error_response(ENOBUFS, msg);
-	if (!err)
-		return -ENOMEM;
-	r = control_format_line(err, CONTROL_RESPONSE_MAX, line, line_len);
-	json_object_put(err);
-	return r;
-}
-
-static int conn_queue(struct control_conn *conn, struct json_object *resp)
-{
-	size_t len;
-	char *line, *out;
-	int r;
-
-	r = control_format_line(resp, CONTROL_RESPONSE_MAX, &line, &len);
-	if (r == -EMSGSIZE) {
-		struct json_object *err;
-
-		log_warn("control client %" PRIu64
-			 ": answer exceeds %d bytes, sending an error instead",
-			 conn->id, CONTROL_RESPONSE_MAX);
-		err = control_error_response(EMSGSIZE, "response too large for one line");
-		if (!err)
-			return -ENOMEM;
-		r = control_format_line(err, CONTROL_RESPONSE_MAX, &line, &len);
-		json_object_put(err);
-	}
-	if (r < 0)
-		return r;
-	if (len > CONTROL_ANSWER_SMALL &&
-	    conn->srv->answer_bytes + len > (size_t)CONTROL_ANSWER_BYTES_MAX) {
-		free(line);
-		r = over_answer_limit(conn, len, &line, &len);
-		if (r < 0)
-			return r;
-	}
-
-	conn->srv->answer_bytes += len;
-	if (!conn->out) {
-		conn->out = line;
-		conn->out_len = len;
-		conn->out_off = 0;
-		return 0;
-	}
-	out = realloc(conn->out, conn->out_len + len);
-	if (!out) {
-		conn->srv->answer_bytes -= len;
-		free(line);
-		return -ENOMEM;
-	}
-	memcpy(out + conn->out_len, line, len);
-	free(line);
-	conn->out = out;
-	conn->out_len += len;
-	return 0;
-}
-
-static int conn_queue_error(struct control_conn *conn, int err, const char *text)
-{
-	struct json_object *resp = control_error_response(err, text);
-	int r;
-
-	if (!resp)
-		return -ENOMEM;
-	r = conn_queue(conn, resp);
-	json_object_put(resp);
-	return r;
-}
-
-/* {"ok":true} followed by the handler's members, so "ok" always comes first. */
-static struct json_object *make_ok_response(struct json_object *payload)
-{
-	struct json_object *resp = json_object_new_object();
-
-	if (!resp)
-		return NULL;
-	if (json_object_object_add(resp, "ok", json_object_new_boolean(1)) < 0)
-		goto fail;
-	if (payload) {
-		json_object_object_foreach(payload, key, val)
-		{
-			if (strcmp(key, "ok") == 0)
-				continue;
-			if (json_object_object_add(resp, key, json_object_get(val)) < 0) {
-				json_object_put(val);
-				goto fail;
-			}
-		}
-	}
-	return resp;
-fail:
-	json_object_put(resp);
-	return NULL;
-}
-
-static int conn_handle_line(struct control_conn *conn, const char *line, size_t len)
-{
-	struct control_server *srv = conn->srv;
-	struct json_object *req = NULL, *payload = NULL, *resp;
-	char *error_text = NULL;
-	const char *command;
-	char msg[256];
-	int r;
-
-	r = control_request_decode(line, len, &req, &command, msg, sizeof(msg));
-	if (r == -EPROTO || r == -EINVAL) {
-		log_debug("control client %" PRIu64 ": %s", conn->id, msg);
-		return conn_queue_error(conn, -r, msg);
-	}
-	if (r < 0)
-		return r;
-	log_debug("control client %" PRIu64 " (pid %d): %.*s", conn->id, (int)conn->peer.pid,
-		  COMMAND_SHOW_MAX, command);
-
-	r = srv->handler->handle(srv->userdata, &conn->peer, command, req, &payload, &error_text);
-	if (r < 0) {
-		const char *text = error_text;
-
-		if (!text && r == -EOPNOTSUPP) {
-			snprintf(msg, sizeof(msg), "unknown command \"%.*s\"", COMMAND_SHOW_MAX,
-				 command);
-			text = msg;
-		}
-		r = conn_queue_error(conn, r, text);
-		goto out;
-	}
-	if (payload && !json_object_is_type(payload, json_type_object)) {
-		log_err("control: handler for \"%.*s\" returned a JSON %s, not an object",
-			COMMAND_SHOW_MAX, command,
-			json_type_to_name(json_object_get_type(payload)));
-		r = conn_queue_error(conn, EIO, "internal error: malformed handler result");
-		goto out;
-	}
-	resp = make_ok_response(payload);
-	if (!resp) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = conn_queue(conn, resp);
-	json_object_put(resp);
-out:
-	free(error_text);
-	json_object_put(payload);
-	json_object_put(req);
-	return r;
-}
-
-/*
- * Answer buffered requests one at a time, stopping while an answer is pending. Returns 0
- * to keep the client, or -errno (or 1 for an orderly end) to drop it.
- */
-static int conn_process(struct control_conn *conn)
-{
-	size_t len;
-	char *line;
-	int r;
-
-	r = conn_flush(conn);
-	if (r < 0)
-		return r;
-	while (!conn->out && !conn->close_after_flush) {
-		r = line_buffer_next(&conn->in, &line, &len);
-		if (r == 0)
-			break;
-		if (r == -EMSGSIZE) {
-			char msg[96];
-
-			log_debug("control client %" PRIu64 ": request line longer than %d bytes",
-				  conn->id, CONTROL_REQUEST_MAX);
-			snprintf(msg, sizeof(msg), "request line longer than %d bytes",
-				 CONTROL_REQUEST_MAX);
-			conn->close_after_flush = true;
-			r = conn_queue_error(conn, EMSGSIZE, msg);
-		} else if (r > 0) {
-			/* Blank lines are keep-alives of an interactive session (socat). */
-			if (len == strspn(line, " \t\r"))
-				continue;
-			r = conn_handle_line(conn, line, len);
-		}
-		if (r < 0)
-			return r;
-		r = conn_flush(conn);
-		if (r < 0)
-			return r;
-	}
-	if (conn->out)
-		return 0;
-	if (conn->close_after_flush || (conn->in.eof && line_buffer_pending(&conn->in) == 0))
-		return 1;
-	return 0;
-}
-
-static int conn_timer(sd_event_source *s, uint64_t usec, void *userdata)
-{
-	struct control_conn *conn = userdata;
-	int r;
-
-	(void)s;
-	if (usec < conn_deadline(conn)) {
-		/* Some bytes moved since the timer was set: wait from then. */
-		r = conn_arm_timer(conn);
-		if (r >= 0)
-			return 0;
-		log_errno(LOG_ERR, r, "control client %" PRIu64 ": cannot set its timer", conn->id);
-	} else if (conn->out)
-		log_warn("control client %" PRIu64 " (pid %d, uid %u): read none of its answer "
-			 "(%zu bytes left) in %" PRIu64 " s; closing it",
-			 conn->id, (int)conn->peer.pid, (unsigned int)conn->peer.uid,
-			 conn->out_len - conn->out_off, conn->srv->stall_usec / USEC_PER_SEC);
-	else
-		log_notice("control client %" PRIu64 " (pid %d, uid %u): no request in %" PRIu64
-			   " s; closing it",
-			   conn->id, (int)conn->peer.pid, (unsigned int)conn->peer.uid,
-			   conn->srv->idle_usec / USEC_PER_SEC);
-	conn_free(conn);
-	return 0;
-}
-
-static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *userdata)
-{
-	struct control_conn *conn = userdata;
-	long n;
-	int r;
-
-	(void)s;
-	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !conn->out && !conn->in.eof &&
-	    !conn->close_after_flush) {
-		n = line_buffer_fill(&conn->in, fd, READ_CHUNK);
-		if (n > 0)
-			conn_active(conn);
-		if (n < 0 && n != -EAGAIN) {
-			log_debug("control client %" PRIu64 ": read failed: %s", conn->id,
-				  strerror((int)-n));
-			conn_free(conn);
-			return 0;
-		}
-	}
-
-	r = conn_process(conn);
-	if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-		log_debug("control client %" PRIu64 ": %s", conn->id, strerror(-r));
-	if (r != 0) {
-		conn_free(conn);
-		return 0;
-	}
-	r = sd_event_source_set_io_events(conn->io, conn->out ? EPOLLOUT : EPOLLIN);
-	if (r >= 0)
-		r = conn_arm_timer(conn);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "control client %" PRIu64 ": cannot update its event mask",
-			  conn->id);
-		conn_free(conn);
-	}
-	return 0;
-}
 
 /* Best effort: one nonblocking send of an error line to a client we do not keep. */
 static void refuse_client(int fd, int err, const char *text)
@@ -475,15 +95,12 @@ static void who_may_connect(const struct control_access *a, char *buf, size_t si
 	else
 		snprintf(buf, size, "root");
 }
-
 static void accept_client(struct control_server *srv, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	struct control_conn *conn;
 	enum control_role role;
 	char msg[256], who[160];
-	int r;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 		log_errno(LOG_WARNING, errno, "control socket %s: cannot read peer credentials",
@@ -526,40 +143,7 @@ static void accept_client(struct control_server *srv, int fd)
 		refuse_client(fd, EUSERS, msg);
 		return;
 	}
-
-	conn = calloc(1, sizeof(*conn));
-	if (!conn) {
-		log_err("control socket %s: out of memory for a new client", srv->path);
-		close(fd);
-		return;
-	}
-	conn->srv = srv;
-	conn->fd = fd;
-	conn->id = ++srv->next_conn_id;
-	conn->peer =
-	    (struct control_peer){.pid = cred.pid, .uid = cred.uid, .gid = cred.gid, .role = role};
-	line_buffer_init(&conn->in, CONTROL_REQUEST_MAX);
-	conn_active(conn);
-	r = sd_event_add_io(srv->event, &conn->io, fd, EPOLLIN, conn_handler, conn);
-	if (r >= 0)
-		r = sd_event_add_time(srv->event, &conn->timer, CLOCK_MONOTONIC,
-				      conn_deadline(conn), 0, conn_timer, conn);
-	if (r < 0) {
-		log_errno(LOG_ERR, r, "control socket %s: cannot watch a new client", srv->path);
-		sd_event_source_disable_unref(conn->io);
-		close(fd);
-		free(conn);
-		return;
-	}
-	conn->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = conn;
-	srv->conns = conn;
-	srv->n_conns++;
-	if (role == CONTROL_ROLE_READ)
-		srv->n_read_conns++;
-	log_debug("control client %" PRIu64 " connected (pid %d, uid %u, role %s)", conn->id,
-		  (int)cred.pid, (unsigned int)cred.uid, control_role_name(role));
+	control_conn_add(srv, fd, &cred, role);
 }
 
 static int accept_retry(sd_event_source *s, uint64_t usec, void *userdata)
@@ -599,8 +183,11 @@ static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *
 			r = sd_event_add_time_relative(srv->event, &srv->accept_retry,
 						       CLOCK_MONOTONIC, ACCEPT_RETRY_USEC, 0,
 						       accept_retry, srv);
-			if (r >= 0)
+			if (r >= 0) {
+				sd_event_source_set_priority(srv->accept_retry,
+							     CONTROL_EVENT_PRIORITY);
 				sd_event_source_set_enabled(s, SD_EVENT_OFF);
+			}
 			break;
 		}
 		log_errno(LOG_WARNING, errno, "control socket %s: accept failed", srv->path);
@@ -725,6 +312,8 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 
 	srv->event = sd_event_ref(event);
 	r = sd_event_add_io(event, &srv->listen_io, srv->fd, EPOLLIN, listener_handler, srv);
+	if (r >= 0)
+		r = sd_event_source_set_priority(srv->listen_io, CONTROL_EVENT_PRIORITY);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "control socket %s: cannot add it to the event loop", path);
 		goto out_unref;
@@ -741,6 +330,7 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 	return 0;
 
 out_unref:
+	sd_event_source_disable_unref(srv->listen_io);
 	sd_event_unref(srv->event);
 out_unlink:
 	socket_file_unlink_if_ours(path, &srv->file);
@@ -757,9 +347,9 @@ void control_server_close(struct control_server *srv)
 
 	if (!srv)
 		return;
-	/* conn_free() unlinks each one from the list first. */
+	/* control_conn_free() unlinks each one from the list first. */
 	while (srv->conns)
-		conn_free(srv->conns); /* NOLINT(clang-analyzer-unix.Malloc) */
+		control_conn_free(srv->conns); /* NOLINT(clang-analyzer-unix.Malloc) */
 	sd_event_source_disable_unref(srv->accept_retry);
 	sd_event_source_disable_unref(srv->listen_io);
 	close(srv->fd);
@@ -785,6 +375,11 @@ size_t control_server_answer_bytes(const struct control_server *srv)
 	return srv ? srv->answer_bytes : 0;
 }
 
+size_t control_server_read_answer_bytes(const struct control_server *srv)
+{
+	return srv ? srv->read_answer_bytes : 0;
+}
+
 void control_server_set_timeouts(struct control_server *srv, uint64_t stall_usec,
 				 uint64_t idle_usec)
 {
@@ -793,5 +388,5 @@ void control_server_set_timeouts(struct control_server *srv, uint64_t stall_usec
 	srv->stall_usec = stall_usec;
 	srv->idle_usec = idle_usec;
 	for (conn = srv->conns; conn; conn = conn->next)
-		conn_arm_timer(conn);
+		control_conn_arm_timer(conn);
 }

@@ -33,12 +33,25 @@ struct control_server;
 
 /*
  * The most bytes of unsent answers held for all clients together: four answers of the
- * largest size (CONTROL_RESPONSE_MAX), not 64 of them. An answer that would pass it is
- * replaced by an ENOBUFS error line; answers of at most CONTROL_ANSWER_SMALL bytes (errors
- * among them) always pass, so the total stays below this plus CONTROL_CLIENTS_MAX of those.
+ * largest size (CONTROL_RESPONSE_MAX), not 64 of them. Read-role clients together may hold
+ * at most CONTROL_ANSWER_BYTES_READ_MAX of it, two such answers: the rest is kept for the
+ * admin role, so that readers who ask for big answers and read them slowly (or never) cannot
+ * make an administrator's answer fail. An answer that would pass its limit is replaced by an
+ * ENOBUFS error line that names the limit; answers of at most CONTROL_ANSWER_SMALL bytes
+ * (errors among them) always pass, so the total stays below CONTROL_ANSWER_BYTES_MAX plus
+ * CONTROL_CLIENTS_MAX of those, and an answer of any size to an admin fits whenever no
+ * other admin's is pending.
  */
-#define CONTROL_ANSWER_BYTES_MAX (64 * 1024 * 1024)
-#define CONTROL_ANSWER_SMALL	 4096
+#define CONTROL_ANSWER_BYTES_MAX      (64 * 1024 * 1024)
+#define CONTROL_ANSWER_BYTES_READ_MAX (32 * 1024 * 1024)
+#define CONTROL_ANSWER_SMALL	      4096
+
+/*
+ * The control socket's event sources run below the data path (whose sources keep
+ * SD_EVENT_PRIORITY_NORMAL): sd-event dispatches one source per iteration, the most urgent
+ * first, so bytes waiting to be relayed always go before a request waiting for an answer.
+ */
+#define CONTROL_EVENT_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
 
 /*
  * A client with an answer pending is closed when none of it has been read for
@@ -123,5 +136,7 @@ unsigned int control_server_client_count(const struct control_server *srv);
 
 /* Bytes of answers queued and not yet sent, for all clients together. */
 size_t control_server_answer_bytes(const struct control_server *srv);
+/* Of those, the read-role clients' (limited to CONTROL_ANSWER_BYTES_READ_MAX). */
+size_t control_server_read_answer_bytes(const struct control_server *srv);
 
 #endif

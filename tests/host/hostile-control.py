@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Control clients that load the daemon, and a probe of its data path: hostile-control-cases.sh.
+
+hostile-control.py sink SERVER_PATH READY_FILE
+    A unix server that accepts every connection and holds it, reading nothing.
+
+hostile-control.py hold CLIENT_PATH COUNT READY_FILE RELEASE_FILE
+    Opens COUNT connections to CLIENT_PATH and holds them, idle, until RELEASE_FILE exists.
+
+hostile-control.py ping CLIENT_PATH SECONDS
+    64-byte round trips through CLIENT_PATH (an echo) for SECONDS; prints
+    "n=COUNT p50=MS p99=MS max=MS".
+
+hostile-control.py flood CONTROL_PATH SECONDS PER_WRITE
+    Writes PER_WRITE "list" requests at a time and reads their answers, for SECONDS; prints
+    "requests=N bytes=N errors=N".
+
+hostile-control.py trickle CONTROL_PATH COUNT READY_FILE RELEASE_FILE
+    COUNT connections that each ask for a list and read one byte of the answer per second;
+    READY_FILE appears once each has its first byte; holds them until RELEASE_FILE exists.
+"""
+import os
+import resource
+import socket
+import sys
+import time
+
+
+def more_fds(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+
+
+def touch(path):
+    with open(path + ".tmp", "w") as f:
+        f.write("%d\n" % os.getpid())
+    os.rename(path + ".tmp", path)
+
+
+def wait_release(path, limit=120):
+    end = time.monotonic() + limit
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.1)
+
+
+def sink(path, ready):
+    more_fds(20000)
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(4096)
+    touch(ready)
+    held = []
+    while True:
+        c, _ = srv.accept()
+        held.append(c)
+
+
+def hold(path, count, ready, release):
+    more_fds(count + 64)
+    held = []
+    for _ in range(count):
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(path)
+        held.append(c)
+    touch(ready)
+    wait_release(release)
+
+
+def ping(path, seconds):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(path)
+    msg = b"p" * 64
+    rtts = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.monotonic()
+        c.sendall(msg)
+        got = 0
+        while got < len(msg):
+            b = c.recv(len(msg) - got)
+            if not b:
+                sys.exit("ping: the echo closed")
+            got += len(b)
+        rtts.append(time.monotonic() - t)
+    rtts.sort()
+    n = len(rtts)
+    print("n=%d p50=%.2f p99=%.2f max=%.2f" % (n, rtts[n // 2] * 1e3,
+                                               rtts[min(n - 1, n * 99 // 100)] * 1e3,
+                                               rtts[-1] * 1e3))
+
+
+def flood(path, seconds, per_write):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(path)
+    batch = b'{"command":"list"}\n' * per_write
+    buf = b""
+    requests = nbytes = errors = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        c.sendall(batch)
+        requests += per_write
+        lines = 0
+        while lines < per_write:
+            b = c.recv(1 << 20)
+            if not b:
+                sys.exit("flood: the daemon closed the connection")
+            nbytes += len(b)
+            buf += b
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                lines += 1
+                if not line.startswith(b'{"ok":true'):
+                    errors += 1
+    print("requests=%d bytes=%d errors=%d" % (requests, nbytes, errors))
+
+
+def trickle(path, count, ready, release):
+    conns = []
+    for _ in range(count):
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(path)
+        c.sendall(b'{"command":"list"}\n')
+        conns.append(c)
+    for c in conns:
+        c.recv(1)
+    touch(ready)
+    end = time.monotonic() + 120
+    while not os.path.exists(release) and time.monotonic() < end:
+        time.sleep(1)
+        for c in conns:
+            c.recv(1)
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "sink":
+        sink(args[0], args[1])
+    elif cmd == "hold":
+        hold(args[0], int(args[1]), args[2], args[3])
+    elif cmd == "ping":
+        ping(args[0], float(args[1]))
+    elif cmd == "flood":
+        flood(args[0], float(args[1]), int(args[2]))
+    elif cmd == "trickle":
+        trickle(args[0], int(args[1]), args[2], args[3])
+    else:
+        sys.exit("hostile-control.py: unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
