@@ -278,12 +278,12 @@ static int check_options(const struct daemon *d, const struct daemon_options *op
 /*
  * Whether anything the daemon serves needs CAP_NET_ADMIN: datapath=kernel, a section on the
  * kernel path (its SO_SNDBUFFORCE, docs/kernel-notes.md "Buffers"), a datagram section (its
- * forwarder's buffer holds a datagram as large as a client may send), or a pair taken back
- * on the kernel path.
+ * forwarder's buffer holds a datagram as large as a client may send), or a pair the previous
+ * instance handed over on the kernel path (read, not yet taken back: handover_adopt() comes
+ * after the drop).
  */
 static bool needs_kernel_path(const struct daemon *d)
 {
-	struct redirect *r;
 	size_t i;
 
 	if (!d->env.dp)
@@ -293,10 +293,7 @@ static bool needs_kernel_path(const struct daemon *d)
 	for (i = 0; i < d->n_listeners; i++)
 		if (!d->listeners[i]->userspace || d->listeners[i]->dgram)
 			return true;
-	for (r = redirect_table_first(&d->env.redirects); r; r = redirect_next(r))
-		if (!redirect_userspace(r))
-			return true;
-	return false;
+	return handover_kernel_path_used(d);
 }
 
 /*

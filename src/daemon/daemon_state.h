@@ -68,7 +68,7 @@ struct daemon {
 	} service;
 	sd_event_source *idle_timer;   /* idle-timeout= checks (idle_sweep.c) */
 	sd_event_source *source_watch; /* kernel-path clients still mapped? (source_watch.c) */
-	uint64_t source_watch_tick;    /* its checks so far: which share of the redirects is due */
+	uint64_t source_watch_next;    /* the watched redirects it passes over next time */
 };
 
 #endif

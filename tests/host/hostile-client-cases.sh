@@ -4,7 +4,8 @@
 # What one local client may cost (docs/security.md, "What one connection costs"): clients
 # that never read pin no more kernel memory through the daemon than 4 times what they pin on
 # a direct socket, and max-redirects-per-uid refuses a uid's connection over the limit, logs
-# and counts it, and leaves other uids' connections alone. Sourced by tests/host/run.sh
+# and counts it, and leaves other uids' connections alone, and neither such a flood nor a
+# bulk transfer keeps an administrator's request waiting. Sourced by tests/host/run.sh
 # after access-cases.sh (PYTHON).
 
 HOSTILE_UNREAD_CONNS=200
@@ -85,11 +86,11 @@ hostile_uid_limit() {
 		>"$dir/root.out" 2>&1 && [[ $(head -n 1 "$dir/root.out") == ok ]] && root_ok=yes
 	refused=$(vsockmapctl -s "$dir/ctl.sock" -j stats 2>/dev/null |
 		"$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["refused_uid_limit"])' 2>&1)
+	logged=$(grep -c 'uid 65534 has 4 redirects live, max-redirects-per-uid is 4' "$dir/daemon.log")
 	rm -f "$dir/hold"
 	wait "$client"
 	words=$(head -n 1 "$dir/nobody.out")
 	again=$(sed -n 2p "$dir/nobody.out")
-	logged=$(grep -c 'uid 65534 has 4 redirects live, the max-redirects-per-uid limit' "$dir/daemon.log")
 	hostile_stop
 	kill "$echo_pid" 2>/dev/null
 	wait "$echo_pid" 2>/dev/null
@@ -101,6 +102,61 @@ hostile_uid_limit() {
 	fi
 }
 
+# While 1 GiB/s moves through one section and nobody's clients, at their limit, connect and
+# are refused as fast as they can, root's control requests are still answered at once: the
+# control socket takes its turn with the data path (a lower priority would wait for both).
+HOSTILE_ADMIN_MAX_MS=1000
+hostile_admin_under_load() {
+	local dir=$1 sink src i t0 t1 ms max=0 bad=0 floods=() flooded
+	vsm-bench pingpong-server "unix:$dir/s.sock" >/dev/null 2>&1 &
+	local echo_pid=$!
+	vsm-bench sink "unix:$dir/sink.sock" --conns 2 --no-eof >/dev/null 2>&1 &
+	sink=$!
+	wait_for_socket "$dir/s.sock" 10
+	wait_for_socket "$dir/sink.sock" 10
+	if ! hostile_daemon "$dir" 'max-redirects-per-uid = 2' "$(printf '[bulk]\nlisten = UNIX-LISTEN:%s/b.sock\nconnect = UNIX-CONNECT:%s/sink.sock' "$dir" "$dir")"; then
+		vmtest_fail hostile-admin-under-load "the daemon did not come up: $(tail -n 2 "$dir/daemon.log")"
+		hostile_stop
+		kill "$echo_pid" "$sink" 2>/dev/null
+		return
+	fi
+	vsm-bench source "unix:$dir/b.sock" --bytes 64G --parallel 2 >/dev/null 2>&1 &
+	src=$!
+	: >"$dir/hold"
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$PYTHON" tests/host/hostile-clients.py conns "$dir/c.sock" 2 "$dir/hold" \
+		>"$dir/nobody.out" 2>&1 &
+	local client=$!
+	for ((i = 0; i < 3; i++)); do
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
+			"$PYTHON" tests/host/hostile-clients.py flood "$dir/c.sock" 8 >"$dir/flood$i.out" 2>&1 &
+		floods+=($!)
+	done
+	sleep 1
+	for ((i = 0; i < 20; i++)); do
+		t0=$(date +%s%N)
+		vsockmapctl -s "$dir/ctl.sock" status >/dev/null 2>&1 || bad=$((bad + 1))
+		t1=$(date +%s%N)
+		ms=$(((t1 - t0) / 1000000))
+		((ms > max)) && max=$ms
+		sleep 0.2
+	done
+	wait "${floods[@]}"
+	flooded=$(cat "$dir"/flood*.out | tr '\n' ' ')
+	rm -f "$dir/hold"
+	wait "$client"
+	kill "$src" 2>/dev/null
+	wait "$src" 2>/dev/null
+	hostile_stop
+	kill "$echo_pid" "$sink" 2>/dev/null
+	wait "$echo_pid" "$sink" 2>/dev/null
+	if ((bad == 0 && max <= HOSTILE_ADMIN_MAX_MS)); then
+		vmtest_pass hostile-admin-under-load "20 status requests under a bulk transfer and a connect flood at the limit ($flooded): all answered, the slowest in $max ms (bound $HOSTILE_ADMIN_MAX_MS ms)"
+	else
+		vmtest_fail hostile-admin-under-load "$bad of 20 status requests failed, the slowest took $max ms (bound $HOSTILE_ADMIN_MAX_MS ms); floods: $flooded"
+	fi
+}
+
 host_hostile_client_cases() {
 	local dir
 	dir=$(mktemp -d /tmp/vsockmap-hostile.XXXXXX)
@@ -108,5 +164,7 @@ host_hostile_client_cases() {
 	hostile_unread_memory "$dir"
 	rm -f "$dir"/*.sock
 	hostile_uid_limit "$dir"
+	rm -f "$dir"/*.sock
+	hostile_admin_under_load "$dir"
 	rm -rf "$dir"
 }

@@ -12,6 +12,10 @@ hostile-clients.py unread CLIENT_PATH SERVER_PATH COUNT
     wmem_alloc summed over every unix socket, `ss -xm`) plus the bytes no socket queue holds
     (in the daemon's splice pipes, whole pages); and those pipe bytes.
 
+hostile-clients.py flood CLIENT_PATH SECONDS
+    Connects to CLIENT_PATH and closes at once, again and again, for SECONDS (a client at
+    its max-redirects-per-uid, refused each time); prints "connects=N".
+
 hostile-clients.py conns CLIENT_PATH COUNT HOLD_FILE
     Opens COUNT connections to CLIENT_PATH one after another, each proven by one byte echoed
     back within 5 s; prints one word per connection, "ok" or "refused" (EOF, a reset or no
@@ -102,14 +106,33 @@ def conns(path, count, hold_file):
         time.sleep(0.05)
     if held:
         held.pop(0).close()
-    time.sleep(0.3)  # the daemon sees the close and counts the redirect out
-    c = try_conn(path)
+    # The daemon counts the redirect out once it has closed the pair: try for up to 10 s.
+    c, deadline = None, time.monotonic() + 10
+    while not c and time.monotonic() < deadline:
+        c = try_conn(path)
+        if not c:
+            time.sleep(0.1)
     print("again=" + ("ok" if c else "refused"), flush=True)
+
+
+def flood(path, seconds):
+    n, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            c.connect(path)
+            n += 1
+        except OSError:
+            pass
+        c.close()
+    print(f"connects={n}")
 
 
 def main():
     if sys.argv[1] == "unread":
         unread(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif sys.argv[1] == "flood":
+        flood(sys.argv[2], float(sys.argv[3]))
     elif sys.argv[1] == "conns":
         conns(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:

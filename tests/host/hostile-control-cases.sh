@@ -18,10 +18,10 @@
 # control load too): the percentile tells the two apart with a wide margin either way.
 # HC_PING_BIG_MAX_MS: the same while the reader lists its own 3,000 (1.8 MB answers): one
 # such answer is built in one dispatch, before and after (max 31 and 61 ms measured), so this
-# bound only says the loop never stalls for longer than that; it does not tell the two apart.
+# bound only says the loop never stalls for seconds; it does not tell the two apart.
 HC_PING_P99_MS=${HC_PING_P99_MS:-50}
 HC_PING_MAX_MS=${HC_PING_MAX_MS:-500}
-HC_PING_BIG_MAX_MS=${HC_PING_BIG_MAX_MS:-500}
+HC_PING_BIG_MAX_MS=${HC_PING_BIG_MAX_MS:-2000}
 HC_HELPER=tests/host/hostile-control.py
 
 hc_cleanup() {

@@ -340,24 +340,31 @@ static void test_idle_client_closed(void **state)
 	pump(f);
 }
 
-static int count_dispatch(sd_event_source *s, void *userdata)
+static int count_dispatch(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 {
 	(void)s;
+	(void)fd;
+	(void)revents;
 	++*(unsigned int *)userdata;
 	return 0;
 }
 
-/* One sd_event_run() dispatches one source, so each step below is one turn of the loop. */
+/*
+ * One sd_event_run() dispatches one source, so each step below is one turn of the loop. A
+ * data path that is always ready (a pipe never read) and a client that sent ten
+ * requests at once take turns: at most four answers a turn, the data path between two
+ * batches, and the client is not starved.
+ */
 static void test_requests_bounded_per_turn(void **state)
 {
 	struct fixture *f = *state;
 	static const char line[] = "{\"command\":\"status\"}\n";
 	char batch[10 * sizeof(line)];
-	unsigned int data_runs = 0;
+	unsigned int data_runs = 0, runs_then = 0, before;
 	char answers[4096], *p;
 	sd_event_source *data;
+	int fd, i, turn, busy[2];
 	ssize_t n;
-	int fd, i;
 
 	fd = client(f);
 	for (i = 0; i < 10; i++)
@@ -365,23 +372,27 @@ static void test_requests_bounded_per_turn(void **state)
 	assert_int_equal(send(fd, batch, 10 * (sizeof(line) - 1), MSG_NOSIGNAL),
 			 (ssize_t)(10 * (sizeof(line) - 1)));
 	handled = 0;
-	/* A data path source that is ready at the same time goes first. */
-	assert_int_equal(sd_event_add_defer(f->event, &data, count_dispatch, &data_runs), 0);
-	assert_true(sd_event_run(f->event, 0) > 0);
-	assert_int_equal(data_runs, 1);
-	assert_int_equal(handled, 0);
-	/* Then the client: four of its ten requests, no more. */
-	assert_true(sd_event_run(f->event, 0) > 0);
-	assert_int_equal(handled, 4);
-	/* The data path again before the next four. */
-	assert_int_equal(sd_event_source_set_enabled(data, SD_EVENT_ONESHOT), 0);
-	assert_true(sd_event_run(f->event, 0) > 0);
-	assert_int_equal(data_runs, 2);
-	assert_int_equal(handled, 4);
-	assert_true(sd_event_run(f->event, 0) > 0);
-	assert_int_equal(handled, 8);
-	pump(f);
+	assert_int_equal(pipe(busy), 0);
+	assert_int_equal(write(busy[1], "x", 1), 1);
+	assert_int_equal(sd_event_add_io(f->event, &data, busy[0], EPOLLIN, count_dispatch,
+					 &data_runs),
+			 0);
+	for (turn = 0; turn < 40 && handled < 10; turn++) {
+		before = handled;
+		assert_true(sd_event_run(f->event, 0) > 0);
+		assert_true(handled - before <= 4);
+		if (handled == before)
+			continue;
+		/* A batch: the data path ran since the one before. */
+		assert_true(before == 0 || data_runs > runs_then);
+		runs_then = data_runs;
+	}
 	assert_int_equal(handled, 10);
+	assert_true(data_runs >= 2);
+	sd_event_source_disable_unref(data);
+	close(busy[0]);
+	close(busy[1]);
+	pump(f);
 	/* All ten answered, in order; they came as one read. */
 	n = recv(fd, answers, sizeof(answers) - 1, MSG_DONTWAIT);
 	assert_true(n > 0);
@@ -389,7 +400,6 @@ static void test_requests_bounded_per_turn(void **state)
 	for (i = 0, p = answers; (p = strstr(p, "{\"ok\":true")); p++)
 		i++;
 	assert_int_equal(i, 10);
-	sd_event_source_disable_unref(data);
 	close(fd);
 	pump(f);
 }

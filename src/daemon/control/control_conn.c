@@ -4,11 +4,13 @@
  * handler table, the answers queued within their budgets and sent, and its timers. The
  * listening socket and who may connect are control_server.c's. Single-threaded on sd-event,
  * sharing the loop with the data path, which must never wait long for it:
- *  - Every source here runs at CONTROL_EVENT_PRIORITY, below the data path's, and one
- *    dispatch answers at most REQUESTS_PER_DISPATCH requests of a client; the rest of what it
- *    sent waits in its line buffer (its socket is not read meanwhile) and is taken up by a
- *    defer source of the same low priority, so that every other source that is ready runs in
- *    between (conn_process(), conn_settle()).
+ *  - One dispatch answers at most REQUESTS_PER_DISPATCH requests of a client; the rest of
+ *    what it sent waits in its line buffer (its socket is not read meanwhile) for the next
+ *    epoll_wait(), so that every other source that is ready runs in between
+ *    (conn_process(), conn_settle()). Every source keeps the data path's priority: sd-event
+ *    dispatches the ready sources of one priority oldest first, so neither side can starve
+ *    the other (a lower one for control would let busy redirects, or a client looping on
+ *    connect() at its max-redirects-per-uid, hold off every administrator).
  *  - Every socket is nonblocking, a client's answer that does not fit into the socket buffer
  *    waits for EPOLLOUT, and while an answer is pending that client's input is not read, so a
  *    client that never reads costs at most one answer plus one read chunk of memory.
@@ -77,7 +79,6 @@ void control_conn_free(struct control_conn *conn)
 	/* sd-event defers the actual free when this is the source being dispatched. */
 	sd_event_source_disable_unref(conn->io);
 	sd_event_source_disable_unref(conn->timer);
-	sd_event_source_disable_unref(conn->resume);
 	close(conn->fd);
 	line_buffer_free(&conn->in);
 	conn_held(conn, -(ssize_t)conn->out_len);
@@ -412,25 +413,19 @@ static int conn_timer(sd_event_source *s, uint64_t usec, void *userdata)
 }
 
 /*
- * After conn_process(): with requests left over, the socket is not read and the resume
- * source answers them on a later turn of the loop; else wait for the socket, to send the
- * pending answer or to read more.
+ * After conn_process(): wait for the socket to take the pending answer (EPOLLOUT) or to
+ * bring more requests (EPOLLIN). With requests left over (conn->backlog: nothing pending
+ * then), wait for EPOLLOUT too, which the socket reports at once: the rest is answered at
+ * the next epoll_wait(), after every source it reported ready now, and the socket is not
+ * read meanwhile. Not a defer source: sd-event dispatches a pending one before it polls
+ * again, so the data path would wait for the whole backlog.
  */
 static int conn_settle(struct control_conn *conn)
 {
 	int r;
 
-	if (conn->backlog) {
-		r = sd_event_source_set_enabled(conn->io, SD_EVENT_OFF);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(conn->resume, SD_EVENT_ONESHOT);
-	} else {
-		r = sd_event_source_set_enabled(conn->resume, SD_EVENT_OFF);
-		if (r >= 0)
-			r = sd_event_source_set_io_events(conn->io, conn->out ? EPOLLOUT : EPOLLIN);
-		if (r >= 0)
-			r = sd_event_source_set_enabled(conn->io, SD_EVENT_ON);
-	}
+	r = sd_event_source_set_io_events(conn->io,
+					  conn->out || conn->backlog ? EPOLLOUT : EPOLLIN);
 	if (r >= 0)
 		r = control_conn_arm_timer(conn);
 	return r;
@@ -461,8 +456,8 @@ static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *user
 	long n;
 
 	(void)s;
-	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !conn->out && !conn->in.eof &&
-	    !conn->close_after_flush) {
+	if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !conn->out && !conn->backlog &&
+	    !conn->in.eof && !conn->close_after_flush) {
 		n = line_buffer_fill(&conn->in, fd, READ_CHUNK);
 		if (n > 0)
 			conn_active(conn);
@@ -474,13 +469,6 @@ static int conn_handler(sd_event_source *s, int fd, uint32_t revents, void *user
 		}
 	}
 	conn_run(conn);
-	return 0;
-}
-
-static int conn_resume(sd_event_source *s, void *userdata)
-{
-	(void)s;
-	conn_run(userdata);
 	return 0;
 }
 
@@ -511,21 +499,10 @@ void control_conn_add(struct control_server *srv, int fd, const struct ucred *cr
 	if (r >= 0)
 		r = sd_event_add_time(srv->event, &conn->timer, CLOCK_MONOTONIC,
 				      conn_deadline(conn), 0, conn_timer, conn);
-	if (r >= 0)
-		r = sd_event_add_defer(srv->event, &conn->resume, conn_resume, conn);
-	if (r >= 0)
-		r = sd_event_source_set_enabled(conn->resume, SD_EVENT_OFF);
-	if (r >= 0)
-		r = sd_event_source_set_priority(conn->io, CONTROL_EVENT_PRIORITY);
-	if (r >= 0)
-		r = sd_event_source_set_priority(conn->timer, CONTROL_EVENT_PRIORITY);
-	if (r >= 0)
-		r = sd_event_source_set_priority(conn->resume, CONTROL_EVENT_PRIORITY);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "control socket %s: cannot watch a new client", srv->path);
 		sd_event_source_disable_unref(conn->io);
 		sd_event_source_disable_unref(conn->timer);
-		sd_event_source_disable_unref(conn->resume);
 		close(fd);
 		free(conn);
 		return;

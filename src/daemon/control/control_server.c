@@ -2,8 +2,7 @@
 /*
  * Control socket server: the listening socket (its file, group and mode), accept, and who
  * may use it: each peer's role from its credentials, and an error line to those it refuses
- * (no role, or over the client limits). An accepted client is served by control_conn.c. The
- * listener and its retry timer run at CONTROL_EVENT_PRIORITY, like the clients' sources.
+ * (no role, or over the client limits). An accepted client is served by control_conn.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -183,11 +182,8 @@ static int listener_handler(sd_event_source *s, int fd, uint32_t revents, void *
 			r = sd_event_add_time_relative(srv->event, &srv->accept_retry,
 						       CLOCK_MONOTONIC, ACCEPT_RETRY_USEC, 0,
 						       accept_retry, srv);
-			if (r >= 0) {
-				sd_event_source_set_priority(srv->accept_retry,
-							     CONTROL_EVENT_PRIORITY);
+			if (r >= 0)
 				sd_event_source_set_enabled(s, SD_EVENT_OFF);
-			}
 			break;
 		}
 		log_errno(LOG_WARNING, errno, "control socket %s: accept failed", srv->path);
@@ -312,8 +308,6 @@ int control_server_open(sd_event *event, const char *path, unsigned int mode,
 
 	srv->event = sd_event_ref(event);
 	r = sd_event_add_io(event, &srv->listen_io, srv->fd, EPOLLIN, listener_handler, srv);
-	if (r >= 0)
-		r = sd_event_source_set_priority(srv->listen_io, CONTROL_EVENT_PRIORITY);
 	if (r < 0) {
 		log_errno(LOG_ERR, r, "control socket %s: cannot add it to the event loop", path);
 		goto out_unref;

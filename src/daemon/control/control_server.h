@@ -46,12 +46,6 @@ struct control_server;
 #define CONTROL_ANSWER_BYTES_READ_MAX (32 * 1024 * 1024)
 #define CONTROL_ANSWER_SMALL	      4096
 
-/*
- * The control socket's event sources run below the data path (whose sources keep
- * SD_EVENT_PRIORITY_NORMAL): sd-event dispatches one source per iteration, the most urgent
- * first, so bytes waiting to be relayed always go before a request waiting for an answer.
- */
-#define CONTROL_EVENT_PRIORITY (SD_EVENT_PRIORITY_NORMAL + 10)
 
 /*
  * A client with an answer pending is closed when none of it has been read for

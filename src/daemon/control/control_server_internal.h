@@ -24,9 +24,8 @@ struct control_conn {
 	struct control_conn *prev, *next;
 	int fd;
 	sd_event_source *io;
-	sd_event_source *timer;	 /* the stall or idle deadline, from last_activity */
-	sd_event_source *resume; /* defer: answer the rest of what is buffered */
-	uint64_t last_activity;	 /* CLOCK_MONOTONIC usec: a byte read or sent */
+	sd_event_source *timer; /* the stall or idle deadline, from last_activity */
+	uint64_t last_activity; /* CLOCK_MONOTONIC usec: a byte read or sent */
 	uint64_t id;
 	struct control_peer peer;
 	struct line_buffer in;

@@ -141,24 +141,26 @@ static bool slot_left(struct listener *l)
  */
 static bool uid_below_limit(struct listener *l, int cfd)
 {
-	unsigned int limit = l->env->cfg->max_redirects_per_uid;
+	unsigned int limit = l->env->cfg->max_redirects_per_uid, live;
 	socklen_t len = sizeof(struct ucred);
 	struct ucred cred;
 	char listen[160];
 
 	if (!limit || l->rc->listen.kind != ADDRESS_UNIX_LISTEN ||
-	    getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
-	    uid_tally_get(&l->env->uids, cred.uid) < limit)
+	    getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return true;
+	live = uid_tally_get(&l->env->uids, cred.uid);
+	if (live < limit)
 		return true;
 	l->refused++;
 	l->refused_uid_limit++;
 	address_format(&l->rc->listen, listen, sizeof(listen));
 	log_fields(LOG_WARNING,
 		   LOG_CTX(.redirect = l->rc->name, .listen = listen, .client_pid = cred.pid),
-		   "[%s] refused pid %d (uid %u) on %s: uid %u has %u redirects live, the "
-		   "max-redirects-per-uid limit",
+		   "[%s] refused pid %d (uid %u) on %s: uid %u has %u redirects live, "
+		   "max-redirects-per-uid is %u",
 		   l->rc->name, (int)cred.pid, (unsigned int)cred.uid, l->where,
-		   (unsigned int)cred.uid, limit);
+		   (unsigned int)cred.uid, live, limit);
 	return false;
 }
 

@@ -244,20 +244,13 @@ static int link_pair(struct redirect *r)
 			return err;
 	}
 	/*
-	 * A user-space pair keeps the kernel's default send buffers: the relay's pipe moves
-	 * 256 KiB a call, and a larger buffer only lets a client that never reads pin more kernel
-	 * memory (docs/security.md, "What one connection costs").
+	 * The daemon's own writes (a user-space pair both ways, the kernel path's target->client)
+	 * go through the kernel's default send buffers: the relay's pipe moves 256 KiB a call,
+	 * and a larger buffer only lets a client that never reads pin more kernel memory
+	 * (docs/security.md, "What one connection costs").
 	 */
 	if (r->userspace)
 		return 0;
-	/*
-	 * The kernel path's backlog worker retries a jiffy later whenever the egress socket is
-	 * not writable by its sk_sndbuf (docs/kernel-notes.md, "Buffers"). sndbuf= on the
-	 * address wins (socket_set_bufs()).
-	 */
-	for (i = 0; i < 2; i++)
-		if (!(i == CLIENT ? r->owner->rc->listen.sndbuf : r->owner->rc->connect.sndbuf))
-			socket_force_sndbuf(r->ep[i].fd, env->cfg->sndbuf);
 	err = held_read_prepare(r->ep[CLIENT].fd);
 	if (err)
 		return err;
@@ -281,6 +274,13 @@ static int link_pair(struct redirect *r)
 	if (err)
 		return err;
 	r->ep[TARGET].in_map = true;
+	/*
+	 * The kernel path's egress: its backlog worker retries a jiffy later whenever the target
+	 * is not writable by its sk_sndbuf (docs/kernel-notes.md, "Buffers"). sndbuf= on the
+	 * address wins (socket_set_bufs()).
+	 */
+	if (!r->owner->rc->connect.sndbuf)
+		socket_force_sndbuf(r->ep[TARGET].fd, env->cfg->sndbuf);
 	/* Open from the start: the verdict passes data up only if the target left the map. */
 	gate_release(dataplane_gate(env->dp, r->slot, VSOCKMAP_DIR_TO_TARGET), 0);
 	return 0;

@@ -133,6 +133,8 @@ void redirect_request_close(struct redirect *r);
  */
 bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec);
 /* A kernel-path client whose socket left the sockhash is carried by the daemon from now. */
+/* Whether redirect_check_source_mapped() has a socket to ask (no system call). */
+bool redirect_source_watched(const struct redirect *r);
 void redirect_check_source_mapped(struct redirect *r);
 
 /* The next older live redirect (redirect_table_first() gives the newest); NULL: none. */
@@ -166,10 +168,6 @@ int redirect_freeze(struct redirect *r, struct redirect_record *rec, int fds[REC
 void redirect_mark_handed_over(struct redirect *r);
 /* Marked so: redirect_free() closes only this instance's copies of its descriptors. */
 bool redirect_handed_over(const struct redirect *r);
-/* Carried by the daemon both ways: no socket of it is in the BPF maps. */
-bool redirect_userspace(const struct redirect *r);
-/* Its id: 1, 2, ... in the order the clients came (carried across restarts). */
-uint64_t redirect_id(const struct redirect *r);
 /* The instance that made its target socket (the queue probe's link it needs). */
 uint32_t redirect_origin(const struct redirect *r);
 /*

@@ -135,16 +135,6 @@ bool redirect_handed_over(const struct redirect *r)
 	return r->phase == PHASE_HANDED_OVER;
 }
 
-bool redirect_userspace(const struct redirect *r)
-{
-	return r->userspace;
-}
-
-uint64_t redirect_id(const struct redirect *r)
-{
-	return r->id;
-}
-
 uint32_t redirect_origin(const struct redirect *r)
 {
 	return r->origin;

@@ -648,13 +648,21 @@ void dir_drain(struct redirect *r, int src)
  * cookie gone from the map, mean the kernel let go of it (docs/kernel-notes.md, "A unix
  * client that shuts down reading"). Asked of every redirect once a second (source_watch.c).
  */
+bool redirect_source_watched(const struct redirect *r)
+{
+	const struct direction *dir = &r->dir[CLIENT];
+
+	return !r->userspace && dir->state == DIR_OPEN && r->ep[CLIENT].in_map &&
+	       !dir->left_behind;
+}
+
 void redirect_check_source_mapped(struct redirect *r)
 {
 	struct direction *dir = &r->dir[CLIENT];
 	struct endpoint *ep = &r->ep[CLIENT];
 
-	if (r->userspace || dir->state != DIR_OPEN || !ep->in_map || dir->left_behind ||
-	    socket_inq(ep->fd) <= 0 || dataplane_source_mapped(r->env->dp, ep->cookie))
+	if (!redirect_source_watched(r) || socket_inq(ep->fd) <= 0 ||
+	    dataplane_source_mapped(r->env->dp, ep->cookie))
 		return;
 	redirect_log(r, LOG_INFO,
 		     "the client's socket left the sockhash (it shut down reading); the daemon "

@@ -373,6 +373,19 @@ size_t handover_kernel_pairs(const struct daemon *d)
 	return n;
 }
 
+bool handover_kernel_path_used(const struct daemon *d)
+{
+	const struct redirect_record *rec;
+	size_t i;
+
+	for (i = 0; i < d->handover.n_pairs; i++) {
+		rec = &d->handover.pairs[i].rec;
+		if (rec->slot != REDIRECT_SLOT_USERSPACE || !rec->userspace)
+			return true;
+	}
+	return false;
+}
+
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx)
 {
 	struct handover_state *h = &d->handover;

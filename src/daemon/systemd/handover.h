@@ -39,6 +39,8 @@ void handover_reserve_ids(struct daemon *d);
 
 /* How many of the redirects read run on the kernel path (they need the stored maps). */
 size_t handover_kernel_pairs(const struct daemon *d);
+/* Whether a redirect read runs on the kernel path, or will once it connects. */
+bool handover_kernel_path_used(const struct daemon *d);
 
 /* Slots of the redirects read, so that nothing else takes them: calls reserve() for each. */
 int handover_reserve_slots(struct daemon *d, int (*reserve)(void *ctx, uint32_t slot), void *ctx);
