@@ -12,7 +12,7 @@
 #   --virtio         the virtio transport (vmw_vsock_virtio_transport) in place of
 #                    vsock_loopback, for a VM with a virtio-vsock device (run.sh --virtio),
 #                    and tests/vm/virtio-guest.sh (the host agent's guest end) as
-#                    /usr/lib/vmtest/virtio.sh
+#                    /usr/lib/vmtest/virtio.sh, tests/vm/virtio-soak-forms.awk beside it
 #   --file SRC[:DEST]
 #                    extra file or directory; DEST defaults to /files/BASENAME.
 #                    Dynamically linked executables (also inside a directory)
@@ -161,7 +161,10 @@ chmod 0755 bin/busybox
 put "$HERE/init" /init 0755
 put "$HERE/../lib/harness.sh" /usr/lib/vmtest/lib.sh 0644
 put "$suite" /suite.sh 0755
-((!virtio)) || put "$HERE/virtio-guest.sh" /usr/lib/vmtest/virtio.sh 0644
+if ((virtio)); then
+	put "$HERE/virtio-guest.sh" /usr/lib/vmtest/virtio.sh 0644
+	put "$HERE/virtio-soak-forms.awk" /usr/lib/vmtest/virtio-soak-forms.awk 0644
+fi
 [[ $(basename "$suite") != *small-writes* ]] ||
 	put "$HERE/small-writes-lib.sh" /usr/lib/vmtest/small-writes.sh 0644
 

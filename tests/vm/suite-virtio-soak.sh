@@ -19,7 +19,8 @@
 #
 # SOAK_COUNT, SOAK_LIVE, SOAK_MAX_SIZE and SOAK_SEED (default: the guest clock's seconds) may
 # come in /usr/lib/vmtest/soak.env; for a replay also SOAK_ONLY (one connection, vsm-soak
-# --only), SOAK_DATAPATHS (default "userspace", see below), SOAK_LOG_LEVEL (notice),
+# --only), SOAK_DATAPATHS (default "userspace", see below; "direct" is the control run, the
+# clients dialling the host with no relay), SOAK_LOG_LEVEL (notice),
 # SOAK_KILL_NO_REPLY (1) and SOAK_TARGET_OPTS (appended to the target address, e.g.
 # ",rcvbuf=262144": the daemon's vsock buffer as the kernel has it).
 
@@ -40,10 +41,16 @@ SOAK_ONLY='' SOAK_DATAPATHS=userspace SOAK_LOG_LEVEL=notice
 SOAK_KILL_NO_REPLY=1
 # shellcheck disable=SC1091
 [ -f /usr/lib/vmtest/soak.env ] && . /usr/lib/vmtest/soak.env
-# A killed client's other end must see the end within this long (the daemon's drain-timeout,
-# as suite-soak.sh).
-SOAK_END_BOUND_MS=10000
+# A killed client's other end must see the end within this long: the daemon's drain-timeout
+# (10 s, as suite-soak.sh) plus the guest's vsock close timeout (VSOCK_CLOSE_TIMEOUT, 8 s).
+# vhost-device-vsock drops a full SHUTDOWN while it still holds bytes for the host socket, so
+# the host end is closed only by the guest's RST when that timeout fires (tests/vm/README.md,
+# the virtio tier); on a loaded machine such an end came 10.2 s after the last byte.
+SOAK_END_BOUND_MS=18000
 VS_MODES=client-first,server-first,client-kill
+# The most the backend holds for one connection: its tx-buffer-size, at most 32 KiB here
+# (tests/vm/virtio-host.sh).
+VS_TX_BUFFER_MAX=32768
 
 D=$VMTEST_TMP/vsoak
 mkdir -p "$D"
@@ -74,17 +81,22 @@ CONF
 		vmtest_fail "$_n" "the host's server ends did not come up: ${_r:-no answer}"
 		return
 	fi
-	vsockmapd -c "$D/$_dp.conf" 2>"$D/daemon-$_dp.log" &
-	_daemon=$!
-	if ! wait_for_socket "$D/control.sock" 20; then
-		vmtest_fail "$_n" "vsockmapd did not come up: $(tail -n 3 "$D/daemon-$_dp.log")"
-		return
+	if [ "$_dp" = direct ]; then
+		# The control run: the clients dial the host themselves, no relay in between.
+		_connect=vsock:2:$2 _hup=''
+	else
+		vsockmapd -c "$D/$_dp.conf" 2>"$D/daemon-$_dp.log" &
+		_daemon=$!
+		if ! wait_for_socket "$D/control.sock" 20; then
+			vmtest_fail "$_n" "vsockmapd did not come up: $(tail -n 3 "$D/daemon-$_dp.log")"
+			return
+		fi
+		_connect=unix:$D/soak.sock _hup="--hup-pid $_daemon"
 	fi
 	vmtest_log "$_n: seed $SOAK_SEED, $SOAK_COUNT connections, at most $SOAK_LIVE live, up to $SOAK_MAX_SIZE bytes each way"
 	_t0=$(date +%s)
 	# shellcheck disable=SC2086
-	vsm-soak --role client --connect "unix:$D/soak.sock" $_args --hup-pid "$_daemon" \
-		>"$D/$_n.client" 2>&1
+	vsm-soak --role client --connect "$_connect" $_args $_hup >"$D/$_n.client" 2>&1
 	_crc=$?
 	host_wait "$_n" "$D" >"$D/$_n.server"
 	_src=$?
@@ -101,13 +113,24 @@ CONF
 	_ss=$(grep '^soak ' "$D/$_n.server")
 	if [ $_crc -eq 0 ] && [ $_src -eq 0 ] && [ -n "$_cs" ] && [ -n "$_ss" ]; then
 		vmtest_pass "$_n" "seed $SOAK_SEED, ${_secs} s | guest: $_cs | host: $_ss"
+	elif [ $_crc -le 1 ] && [ $_src -le 1 ] && [ -n "$_cs" ] && [ -n "$_ss" ] &&
+		_forms=$(awk -v TXBUF="$VS_TX_BUFFER_MAX" -f /usr/lib/vmtest/virtio-soak-forms.awk \
+			"$D/$_n.client" "$D/$_n.server"); then
+		# Every failure is one vhost-device-vsock shows with no relay in the path: a bug
+		# report against the backend, neither a pass nor the relay's failure.
+		vmtest_skip "$_n" "seed $SOAK_SEED: the backend lost what it had been handed, as it does with no relay (tests/vm/README.md, what the backend loses): $(echo "$_forms" | tr '\n' ';') every other connection passed | guest: $_cs | host: $_ss"
 	else
-		vmtest_fail "$_n" "seed $SOAK_SEED: guest rc=$_crc ${_cs:-no summary} | host rc=$_src ${_ss:-no summary}"
+		# The failed connections (two a side) go in the line itself: CI keeps only that.
+		_fc=$(grep -h '^conn ' "$D/$_n.client" | head -n 2 | tr '\n' ' ')
+		_fs=$(grep -h '^conn ' "$D/$_n.server" | head -n 2 | tr '\n' ' ')
+		vmtest_fail "$_n" "seed $SOAK_SEED: guest rc=$_crc ${_cs:-no summary} ${_fc:+[$_fc]} | host rc=$_src ${_ss:-no summary} ${_fs:+[$_fs]}"
+		[ "$_dp" = direct ] && return
 		vmtest_log "  the redirects still open: $(vsockmapctl -s "$D/control.sock" list 2>&1 | tr '\n' ' ')"
 		vmtest_log "  the daemon's log ($(wc -l <"$D/daemon-$_dp.log") lines), its last 20 but reloads:"
 		grep -v 'reloaded \|file descriptors: max-redirects' "$D/daemon-$_dp.log" | tail -n 20 |
 			while read -r line; do vmtest_log "    $line"; done
 	fi
+	[ "$_dp" = direct ] && return
 	soak_clean_after "$_dp"
 	kill "$_daemon" 2>/dev/null
 	wait "$_daemon"
@@ -135,5 +158,6 @@ for dp in $SOAK_DATAPATHS; do
 	case $dp in
 	kernel) soak_datapath kernel 7200 ;;
 	userspace) soak_datapath userspace 7300 ;;
+	direct) soak_datapath direct 7400 ;;
 	esac
 done
