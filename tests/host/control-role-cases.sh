@@ -12,23 +12,16 @@
 role_ctl() {
 	local user=$1
 	shift
-	setpriv --reuid="$user" --regid="$user" --init-groups \
-		"$ROLE_CTL" -s "$ROLE_DIR/ctl.sock" "$@"
+	run_as "$user" "$ROLE_CTL" -s "$ROLE_DIR/ctl.sock" "$@"
 }
 
 # role_cleanup: the users and groups go, whatever happened before.
 role_cleanup() {
-	local u g
 	[[ -n ${ROLE_DAEMON:-} ]] && kill -TERM "$ROLE_DAEMON" 2>/dev/null
 	((${#ROLE_HOLD[@]})) && kill "${ROLE_HOLD[@]}" 2>/dev/null
 	[[ -n ${ROLE_SRV:-} ]] && kill "$ROLE_SRV" 2>/dev/null
 	wait 2>/dev/null
-	for u in "${ROLE_USERS[@]}"; do
-		userdel "$u" 2>/dev/null
-	done
-	for g in "${ROLE_GROUPS[@]}"; do
-		groupdel "$g" 2>/dev/null
-	done
+	throwaway_cleanup
 }
 
 # role_setup: groups and users with names of this run (a parallel run makes its own).
@@ -36,15 +29,10 @@ role_setup() {
 	local tag=$$
 	ROLE_READERS=vsmrd$tag ROLE_ADMINS=vsmad$tag
 	ROLE_READER=vsmr$tag ROLE_ADMIN=vsma$tag ROLE_OUTSIDER=vsmo$tag
-	groupadd -r "$ROLE_READERS" && ROLE_GROUPS+=("$ROLE_READERS") || return 1
-	groupadd -r "$ROLE_ADMINS" && ROLE_GROUPS+=("$ROLE_ADMINS") || return 1
-	# useradd -U: each user's primary group is its own, so the roles come from -G alone.
-	useradd -r -M -U -s /usr/sbin/nologin -G "$ROLE_READERS" "$ROLE_READER" &&
-		ROLE_USERS+=("$ROLE_READER") ROLE_GROUPS+=("$ROLE_READER") || return 1
-	useradd -r -M -U -s /usr/sbin/nologin -G "$ROLE_READERS,$ROLE_ADMINS" "$ROLE_ADMIN" &&
-		ROLE_USERS+=("$ROLE_ADMIN") ROLE_GROUPS+=("$ROLE_ADMIN") || return 1
-	useradd -r -M -U -s /usr/sbin/nologin "$ROLE_OUTSIDER" &&
-		ROLE_USERS+=("$ROLE_OUTSIDER") ROLE_GROUPS+=("$ROLE_OUTSIDER") || return 1
+	throwaway_group "$ROLE_READERS" && throwaway_group "$ROLE_ADMINS" &&
+		throwaway_user "$ROLE_READER" "$ROLE_READERS" &&
+		throwaway_user "$ROLE_ADMIN" "$ROLE_READERS,$ROLE_ADMINS" &&
+		throwaway_user "$ROLE_OUTSIDER"
 }
 
 # role_daemon [DAEMON_LINE]...: vsockmapd with an echo section any user may connect to.
@@ -81,7 +69,7 @@ role_hold() {
 	mkdir -m 1777 "$ROLE_DIR/held"
 	for user in "$@"; do
 		n=$((n + 1))
-		setpriv --reuid="$user" --regid="$user" --init-groups "$PYTHON" - \
+		run_as "$user" "$PYTHON" - \
 			"$ROLE_DIR/echo.sock" "$ROLE_DIR/held/$n" "$ROLE_DIR/release" <<'PY' &
 import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX)
@@ -114,7 +102,7 @@ print(" ".join(str(r["id"]) for r in json.loads(sys.argv[1]) if r["client"] and 
 role_slots_cases() {
 	local out rc got reader_uid
 	reader_uid=$(id -u "$ROLE_READER")
-	setpriv --reuid="$ROLE_READER" --regid="$ROLE_READER" --init-groups "$PYTHON" - \
+	run_as "$ROLE_READER" "$PYTHON" - \
 		"$ROLE_DIR/ctl.sock" "$ROLE_DIR/held/slots" "$ROLE_DIR/release" <<'PY' &
 import json, os, socket, sys, time
 kept, refused = [], []
@@ -166,7 +154,7 @@ PY
 
 role_cases_body() {
 	local out rc reader_uid admin_uid root_ids own_ids all want st
-	ROLE_GROUPS=() ROLE_USERS=() ROLE_HOLD=() ROLE_DAEMON='' ROLE_SRV=''
+	ROLE_HOLD=() ROLE_DAEMON='' ROLE_SRV=''
 	trap role_cleanup EXIT
 	if ! role_setup 2>"$ROLE_DIR/setup.log"; then
 		vmtest_skip control-roles "cannot make throwaway users and groups: $(tail -n 1 "$ROLE_DIR/setup.log")"

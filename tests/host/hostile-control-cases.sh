@@ -6,8 +6,8 @@
 # for big answers and read them a byte a second, while thousands of redirects are live.
 # The data path must stay responsive (a 64-byte ping-pong through the daemon, whose longest
 # round trip shows the longest stall of the event loop; the watchdog itself is not armed
-# here), and an administrator's list must still be answered in full. Throwaway users as in
-# control-role-cases.sh. Sourced by tests/host/run.sh after access-cases.sh (PYTHON).
+# here), and an administrator's list must still be answered in full. Throwaway users
+# (tests/lib/throwaway-users.sh). Sourced by tests/host/run.sh after access-cases.sh (PYTHON).
 #
 # HC_PING_P99_MS: the bound on the 99th percentile of round trips while a reader floods list
 # requests it may see nothing of, and HC_PING_MAX_MS on the longest (the loop's longest
@@ -25,39 +25,24 @@ HC_PING_BIG_MAX_MS=${HC_PING_BIG_MAX_MS:-2000}
 HC_HELPER=tests/host/hostile-control.py
 
 hc_cleanup() {
-	local u g
 	# The peers first: a daemon stopped with 5,000 redirects still open waits to drain them.
 	((${#HC_PIDS[@]})) && kill "${HC_PIDS[@]}" 2>/dev/null
 	wait "${HC_PIDS[@]}" 2>/dev/null
 	[[ -n ${HC_DAEMON:-} ]] && kill -TERM "$HC_DAEMON" 2>/dev/null
 	wait 2>/dev/null
-	for u in "${HC_USERS[@]}"; do
-		userdel "$u" 2>/dev/null
-	done
-	for g in "${HC_GROUPS[@]}"; do
-		groupdel "$g" 2>/dev/null
-	done
-}
-
-# as USER CMD...: CMD as USER with its real groups.
-hc_as() {
-	local user=$1
-	shift
-	setpriv --reuid="$user" --regid="$user" --init-groups "$@"
+	throwaway_cleanup
 }
 
 hc_setup() {
 	local tag=$$
 	HC_READERS=vsmhr$tag HC_READER=vsmhu$tag
-	groupadd -r "$HC_READERS" && HC_GROUPS+=("$HC_READERS") || return 1
-	useradd -r -M -U -s /usr/sbin/nologin -G "$HC_READERS" "$HC_READER" &&
-		HC_USERS+=("$HC_READER") HC_GROUPS+=("$HC_READER") || return 1
+	throwaway_group "$HC_READERS" && throwaway_user "$HC_READER" "$HC_READERS"
 }
 
 # hc_hold USER COUNT: COUNT idle redirects whose client runs as USER, held until the end.
 hc_hold() {
 	local ready=$HC_DIR/held/$1.$2
-	hc_as "$1" "$PYTHON" "$HC_HELPER" hold "$HC_DIR/idle.sock" "$2" "$ready" "$HC_DIR/release" &
+	run_as "$1" "$PYTHON" "$HC_HELPER" hold "$HC_DIR/idle.sock" "$2" "$ready" "$HC_DIR/release" &
 	HC_PIDS+=("$!")
 	wait_for_file "$ready" 30
 }
@@ -95,7 +80,7 @@ hc_ping_ms() {
 # runs.
 hc_flood_case() {
 	local name=$1 p99_bound=$2 bound=$3 what=$4 flood stats p99 max
-	hc_as "$HC_READER" "$PYTHON" "$HC_HELPER" flood "$HC_DIR/ctl.sock" 6 200 \
+	run_as "$HC_READER" "$PYTHON" "$HC_HELPER" flood "$HC_DIR/ctl.sock" 6 200 \
 		>"$HC_DIR/flood.out" 2>&1 &
 	flood=$!
 	sleep 0.5
@@ -113,7 +98,7 @@ hc_flood_case() {
 
 hc_body() {
 	local stats out rc n per_uid=''
-	HC_GROUPS=() HC_USERS=() HC_PIDS=() HC_DAEMON=''
+	HC_PIDS=() HC_DAEMON=''
 	trap hc_cleanup EXIT
 	# The helpers leave their ready files there, whatever user they run as.
 	mkdir -m 1777 "$HC_DIR/held"
@@ -168,7 +153,7 @@ hc_body() {
 
 	# b) 45 readers take a 1.8 MB answer each, a byte a second: more than the daemon holds
 	# for all clients (64 MiB). The administrator's list is still answered, all of it.
-	hc_as "$HC_READER" "$PYTHON" "$HC_HELPER" trickle "$HC_DIR/ctl.sock" 45 \
+	run_as "$HC_READER" "$PYTHON" "$HC_HELPER" trickle "$HC_DIR/ctl.sock" 45 \
 		"$HC_DIR/held/trickle" "$HC_DIR/release" >"$HC_DIR/trickle.log" 2>&1 &
 	HC_PIDS+=("$!")
 	if ! wait_for_file "$HC_DIR/held/trickle" 30; then

@@ -26,6 +26,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$E2E_DIR"' EXIT
 . tests/lib/harness.sh
 # shellcheck source=tests/lib/summary.sh
 . tests/lib/summary.sh
+# shellcheck source=tests/lib/throwaway-users.sh
+. tests/lib/throwaway-users.sh
 # shellcheck source=tests/e2e/scenarios.sh
 . tests/e2e/scenarios.sh
 # shellcheck source=tests/e2e/ctl-scenarios.sh

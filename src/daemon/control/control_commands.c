@@ -27,7 +27,6 @@
 #include "listener.h"
 #include "log.h"
 #include "redirect.h"
-#include "redirect_client.h"
 #include "reload.h"
 #include "traffic_total.h"
 #include "util.h"

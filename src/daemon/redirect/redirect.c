@@ -141,6 +141,11 @@ struct listener *redirect_listener(struct redirect *r)
 	return r->owner->l;
 }
 
+const struct ucred *redirect_client(const struct redirect *r)
+{
+	return &r->cred;
+}
+
 static const char *redirect_state(struct redirect *r)
 {
 	enum dir_state a = r->dir[CLIENT].state, b = r->dir[TARGET].state;

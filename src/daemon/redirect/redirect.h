@@ -150,6 +150,12 @@ void redirect_get_info(struct redirect *r, struct redirect_info *info, bool with
 /* Only what moved each way (redirect_get_info()'s moved), with no socket call. */
 void redirect_get_traffic(struct redirect *r, struct traffic *moved);
 struct listener *redirect_listener(struct redirect *r);
+/*
+ * The client's SO_PEERCRED at accept (pid 0: unknown), from the redirect alone: no socket
+ * call and no map lookup, for filters that run on every live redirect before any of them
+ * costs a system call (the control socket's list and show).
+ */
+const struct ucred *redirect_client(const struct redirect *r);
 
 /*
  * Restart without loss (redirect_handover.c, for handover.c): a redirect goes to the next
