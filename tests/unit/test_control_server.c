@@ -6,8 +6,8 @@
  * string of the asked size; the clients are real unix sockets in this same thread, so the
  * test pumps the loop while they read. The stall and idle timeouts, shortened, close the
  * clients that hold an answer or a slot without using it, and only those. A client that
- * sends many requests at once is answered a few per turn of the loop, below a source of the
- * data path's priority.
+ * sends many requests at once is answered a few per turn of the loop (fewer when the
+ * answers are big), beside a source of the data path's priority.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -404,6 +404,45 @@ static void test_requests_bounded_per_turn(void **state)
 	pump(f);
 }
 
+/*
+ * Answers that are big cost more turns: six requests for 40 KiB each, sent at once, are
+ * answered at most two a turn (the second passes ANSWER_BYTES_PER_DISPATCH, 64 KiB), all
+ * of them in the end, in order.
+ */
+static void test_answer_bytes_bounded_per_turn(void **state)
+{
+	struct fixture *f = *state;
+	static const char line[] = "{\"command\":\"big\",\"size\":40960}\n";
+	char batch[6 * sizeof(line)], sink[65536];
+	unsigned int before, turns_used = 0;
+	size_t got = 0;
+	int fd, i, turn;
+	ssize_t n;
+
+	fd = client(f);
+	for (i = 0; i < 6; i++)
+		memcpy(batch + i * (sizeof(line) - 1), line, sizeof(line) - 1);
+	assert_int_equal(send(fd, batch, 6 * (sizeof(line) - 1), MSG_NOSIGNAL),
+			 (ssize_t)(6 * (sizeof(line) - 1)));
+	handled = 0;
+	for (turn = 0; turn < 60 && handled < 6; turn++) {
+		before = handled;
+		assert_true(sd_event_run(f->event, 0) >= 0);
+		assert_true(handled - before <= 2);
+		turns_used += handled > before;
+		while ((n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+			got += (size_t)n;
+	}
+	assert_int_equal(handled, 6);
+	assert_true(turns_used >= 3);
+	pump(f);
+	while ((n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT)) > 0)
+		got += (size_t)n;
+	assert_true(got > 6 * 40960);
+	close(fd);
+	pump(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +450,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stalled_reader_closed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_idle_client_closed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_requests_bounded_per_turn, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_answer_bytes_bounded_per_turn, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

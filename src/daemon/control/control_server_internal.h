@@ -32,7 +32,8 @@ struct control_conn {
 	char *out; /* answer not yet fully sent */
 	size_t out_len, out_off;
 	bool close_after_flush; /* after an oversize line: answer, then hang up */
-	bool backlog;		/* stopped at REQUESTS_PER_DISPATCH: more may be buffered */
+	bool backlog;		/* stopped at the dispatch's bound: more may be buffered */
+	size_t turn_bytes;	/* answers queued in this dispatch (conn_process()) */
 };
 
 struct control_server {
