@@ -38,6 +38,10 @@ BENCH_HZ=${BENCH_HZ:-100}
 # Seconds to let memory figures settle before and after a hold; at most this many seconds
 # to open the idle connections, and for the daemon to let go of them after they close.
 BENCH_SETTLE=${BENCH_SETTLE:-2}
+# Seconds the daemon's idle CPU is sampled with the connections held; round trips of the
+# echo during a list flood (BENCH_FLOOD_TOOL, host only).
+BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-10}
+BENCH_FLOOD_PP=${BENCH_FLOOD_PP:-2000}
 BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
 BENCH_TEARDOWN_MAX=${BENCH_TEARDOWN_MAX:-60}
 # Datagram senders use sendto() (like vsm-peer and the e2e tests); "--connect" makes them
@@ -565,6 +569,66 @@ bench_cpu_ticks() { # PID: user + system clock ticks so far
 	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
 }
 
+bench_cpu_ns() { # PID: nanoseconds on a CPU so far, every thread (schedstat; else the ticks)
+	# shellcheck disable=SC2012 # the task directories' names are numbers
+	if [ -r "/proc/$1/schedstat" ]; then
+		cat "/proc/$1"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'
+	else
+		awk -v hz="$BENCH_HZ" '{ printf "%.0f\n", ($14 + $15) * 1e9 / hz }' "/proc/$1/stat" 2>/dev/null
+	fi
+}
+
+# bench_idle_cpu PID SECONDS: the share of one CPU (percent) PID used over SECONDS of nothing
+# happening (the connections held, idle); sets IDLE_FIELDS.
+bench_idle_cpu() {
+	_i_t0=$(bench_uptime_cs)
+	_i_c0=$(bench_cpu_ns "$1")
+	sleep "$2"
+	_i_c1=$(bench_cpu_ns "$1")
+	_i_cs=$(($(bench_uptime_cs) - _i_t0))
+	IDLE_FIELDS=$(awk -v c0="${_i_c0:-0}" -v c1="${_i_c1:-0}" -v cs="$_i_cs" 'BEGIN {
+		printf ",\"idle_s\":%.2f,\"idle_cpu_pct\":%.3f", cs / 100, (cs > 0 ? (c1 - c0) / (cs * 1e7) * 100 : 0)
+	}')
+}
+
+# bench_flood_latency MODE COUNT: 64-byte round trips through one more connection while
+# BENCH_FLOOD_TOOL (tests/host/hostile-control.py) writes 200 "list" requests at a time on the
+# daemon's control socket and reads the answers (issue 44: the control plane must not stall
+# the data); the same round trips first without the flood. Sets FLOOD_FIELDS.
+bench_flood_latency() {
+	FLOOD_FIELDS='' FLOOD_WHY=''
+	_f_addr=$(bench_client_addr "$1")
+	timeout -k 2 "$BENCH_TIMEOUT" "$BENCH_TOOL" pingpong "$_f_addr" --count "$2" --warmup 10 \
+		>"$BENCH_DIR/quiet.out" 2>"$BENCH_DIR/quiet.err"
+	_f_rc=$?
+	if [ $_f_rc -ne 0 ]; then
+		FLOOD_WHY="the echo alone: $(bench_why "$BENCH_DIR/quiet.out" "$BENCH_DIR/quiet.err" $_f_rc)"
+		return 1
+	fi
+	python3 "$BENCH_FLOOD_TOOL" flood "$BENCH_DIR/$1.ctl" "$BENCH_TIMEOUT" 200 \
+		>"$BENCH_DIR/flood.out" 2>"$BENCH_DIR/flood.err" &
+	_f_pid=$!
+	sleep 1 # the flood's first answers are being built
+	timeout -k 2 "$BENCH_TIMEOUT" "$BENCH_TOOL" pingpong "$_f_addr" --count "$2" --warmup 10 \
+		>"$BENCH_DIR/fpp.out" 2>"$BENCH_DIR/fpp.err"
+	_f_rc=$?
+	kill -TERM "$_f_pid" 2>/dev/null
+	wait "$_f_pid"
+	if [ $_f_rc -ne 0 ]; then
+		FLOOD_WHY="the echo during the flood: $(bench_why "$BENCH_DIR/fpp.out" "$BENCH_DIR/fpp.err" $_f_rc)"
+		return 1
+	fi
+	if ! grep -q '^requests=' "$BENCH_DIR/flood.out"; then
+		FLOOD_WHY="the flood: $(tail -n 1 "$BENCH_DIR/flood.err")"
+		return 1
+	fi
+	FLOOD_FIELDS=$(printf ',"quiet_p50_us":%s,"quiet_p99_us":%s,"flood_p50_us":%s,"flood_p99_us":%s,"flood_max_us":%s,"flood_requests":%s' \
+		"$(bench_json_get "$BENCH_DIR/quiet.out" p50_us)" "$(bench_json_get "$BENCH_DIR/quiet.out" p99_us)" \
+		"$(bench_json_get "$BENCH_DIR/fpp.out" p50_us)" "$(bench_json_get "$BENCH_DIR/fpp.out" p99_us)" \
+		"$(bench_json_get "$BENCH_DIR/fpp.out" max_us)" \
+		"$(sed -n 's/^requests=\([0-9]*\).*/\1/p' "$BENCH_DIR/flood.out" | grep . || echo null)")
+}
+
 # bench_teardown MODE PID: waits (up to BENCH_TEARDOWN_MAX s) until the daemon lists no
 # redirect; sets TEARDOWN_FIELDS. A daemon still busy then is restarted, so that the next
 # measurement starts from a clean one, and that is said in the record.
@@ -633,6 +697,14 @@ bench_memory() {
 	_m_free1=$(bench_meminfo MemAvailable)
 	_m_live=-1
 	[ -z "$_m_pid" ] || _m_live=$(bench_live_redirects "$_m_mode")
+	# What the held connections cost the daemon while nothing happens, and whether a control
+	# client's flood of lists over them stalls the data (the host part only: it needs python3).
+	IDLE_FIELDS='' FLOOD_FIELDS=''
+	if [ -n "$_m_pid" ]; then
+		bench_idle_cpu "$_m_pid" "$BENCH_IDLE_SECONDS"
+		[ -z "${BENCH_FLOOD_TOOL:-}" ] || bench_flood_latency "$_m_mode" "$BENCH_FLOOD_PP" ||
+			bench_log "$_m_mode: no echo figures during a list flood ($FLOOD_WHY)"
+	fi
 	kill "$_m_hold" 2>/dev/null
 	wait "$_m_hold"
 	_m_json=$(grep '"role":"hold"' "$BENCH_DIR/hold.out" | tail -n 1)
@@ -647,7 +719,7 @@ bench_memory() {
 		printf ",\"slab_before_kb\":%d,\"slab_after_kb\":%d,\"slab_per_conn_kb\":%.2f", s0, s1, (s1 - s0) / d
 		printf ",\"sunreclaim_before_kb\":%d,\"sunreclaim_after_kb\":%d", u0, u1
 		printf ",\"memavailable_drop_kb\":%d,\"listed_redirects\":%d,\"alive_at_end\":%d,\"nofile\":\"%s\"", f0 - f1, live, alive, nofile
-	}')
+	}')$IDLE_FIELDS$FLOOD_FIELDS
 	# The redirects of this hold must be gone before the next measurement starts.
 	if [ -n "$_m_pid" ]; then
 		bench_teardown "$_m_mode" "$_m_pid"

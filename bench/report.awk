@@ -178,6 +178,14 @@ BEGIN {
 		mem_td[mk, F["mode"]] = F["teardown_s"]
 		mem_tdok[mk, F["mode"]] = F["teardown_done"]
 		mem_tdcpu[mk, F["mode"]] = F["teardown_daemon_cpu_s"]
+		mem_idle[mk, F["mode"]] = F["idle_cpu_pct"]
+		mem_idles[mk, F["mode"]] = F["idle_s"]
+		mem_q50[mk, F["mode"]] = F["quiet_p50_us"]
+		mem_q99[mk, F["mode"]] = F["quiet_p99_us"]
+		mem_f50[mk, F["mode"]] = F["flood_p50_us"]
+		mem_f99[mk, F["mode"]] = F["flood_p99_us"]
+		mem_fmax[mk, F["mode"]] = F["flood_max_us"]
+		mem_freq[mk, F["mode"]] = F["flood_requests"]
 	}
 }
 
@@ -452,6 +460,36 @@ END {
 				}
 				printf fmt3, lab, MODE_TITLE[mode], kp[3], mem_est[mk, mode], num(mem_setup[mk, mode]), rss, slab, rel, td, nt
 				summary_line(sprintf("{\"part\":%s,\"scenario\":%s,\"mode\":%s,\"metric\":\"memory\",\"requested\":%s,\"established\":%s,\"rss_before_kb\":%s,\"rss_after_kb\":%s,\"rss_per_conn_kb\":%s,\"slab_before_kb\":%s,\"slab_after_kb\":%s,\"slab_per_conn_kb\":%s,\"relay_slab_per_conn_kb\":%s,\"setup_s\":%s,\"teardown_s\":%s,\"teardown_done\":%s,\"status\":%s}", jstr(kp[1]), jstr(kp[2]), jstr(mode), kp[3], jnum(mem_est[mk, mode]), jnum(mem_rss0[mk, mode]), jnum(mem_rss1[mk, mode]), jnum(mem_rssc[mk, mode]), jnum(mem_slab0[mk, mode]), jnum(mem_slab1[mk, mode]), jnum(mem_slabc[mk, mode]), rel == "-" ? "null" : rel, jnum(mem_setup[mk, mode]), jnum(mem_td[mk, mode]), mem_tdok[mk, mode] == "" ? "null" : mem_tdok[mk, mode], jstr(mem_status[mk, mode])))
+				lab = ""
+			}
+		}
+		print ""
+	}
+	# ---- idle cost and the control flood -----------------------------------------------
+	nidle = 0
+	for (o = 1; o <= nmem; o++)
+		for (m = 1; m <= nmodes; m++)
+			nidle += mem_idle[mem_order[o], MODES[m]] != ""
+	if (nidle) {
+		print "The daemon with N idle connections held (the memory phase's): idle CPU = the share of"
+		print "one CPU it used while nothing moved; echo = 64-byte round trips through one more"
+		print "connection, p50/p99 us, alone and while a control client writes 200 \"list\" requests"
+		print "at a time and reads the answers (host only; lists = requests answered meanwhile)."
+		print ""
+		fmt4 = "%-20s %-20s %6s %11s %15s %22s %8s\n"
+		printf fmt4, "scenario", "mode", "N", "idle CPU %", "echo p50/p99", "flood p50/p99/max", "lists"
+		for (o = 1; o <= nmem; o++) {
+			mk = mem_order[o]
+			split(mk, kp, SUBSEP)
+			lab = label(kp[1], kp[2])
+			for (m = 1; m <= nmodes; m++) {
+				mode = MODES[m]
+				if (mem_idle[mk, mode] == "")
+					continue
+				q = mem_q50[mk, mode] == "" ? "-" : sprintf("%s/%s", num(mem_q50[mk, mode]), num(mem_q99[mk, mode]))
+				f = mem_f50[mk, mode] == "" ? "-" : sprintf("%s/%s/%s", num(mem_f50[mk, mode]), num(mem_f99[mk, mode]), num(mem_fmax[mk, mode]))
+				printf fmt4, lab, MODE_TITLE[mode], kp[3], sprintf("%.3f", mem_idle[mk, mode]), q, f, mem_freq[mk, mode] == "" ? "-" : mem_freq[mk, mode]
+				summary_line(sprintf("{\"part\":%s,\"scenario\":%s,\"mode\":%s,\"metric\":\"idle\",\"held\":%s,\"idle_s\":%s,\"idle_cpu_pct\":%s,\"quiet_p50_us\":%s,\"quiet_p99_us\":%s,\"flood_p50_us\":%s,\"flood_p99_us\":%s,\"flood_max_us\":%s,\"flood_requests\":%s}", jstr(kp[1]), jstr(kp[2]), jstr(mode), kp[3], jnum(mem_idles[mk, mode]), jnum(mem_idle[mk, mode]), jnum(mem_q50[mk, mode]), jnum(mem_q99[mk, mode]), jnum(mem_f50[mk, mode]), jnum(mem_f99[mk, mode]), jnum(mem_fmax[mk, mode]), mem_freq[mk, mode] == "" ? "null" : mem_freq[mk, mode] + 0))
 				lab = ""
 			}
 		}

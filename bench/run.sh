@@ -114,14 +114,16 @@ if ((selftest)); then
 	VIRTIO_SCENARIOS="uds-vsock dgram-vsock"
 	VIRTIO_BYTES=$((2 << 20)) VIRTIO_PAR_BYTES=$((256 << 10)) VIRTIO_TIMEOUT=240
 	export BENCH_SETTLE=0.3 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=30
+	export BENCH_IDLE_SECONDS=1 BENCH_FLOOD_PP=200
 elif ((QUICK)); then
 	profile=quick
 	REPS=3 CONN_REPS=3 HOST_BYTES=$((512 << 20)) VM_BYTES=$((24 << 20)) VM_PAR_BYTES=$((3 << 20))
 	HOST_PP=5000 HOST_PP_WARMUP=500 VM_PP=500 VM_PP_WARMUP=50
-	HOST_CONNS=1000 VM_CONNS=150 HOST_HOLD="1000" VM_HOLD="1000"
+	HOST_CONNS=1000 VM_CONNS=150 HOST_HOLD="1000 10000" VM_HOLD="1000"
 	VM_TIMEOUT=400
 	VIRTIO_BYTES=$((16 << 20)) VIRTIO_PAR_BYTES=$((2 << 20)) VIRTIO_TIMEOUT=600
 	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=10 BENCH_HOLD_TIMEOUT=60
+	export BENCH_IDLE_SECONDS=5 BENCH_FLOOD_PP=1000
 else
 	profile=full
 	# Connection setup in the VM costs socat a fork under TCG (~8 ms): 3 rounds of 2,000.
@@ -131,6 +133,7 @@ else
 	VM_TIMEOUT=1100
 	VIRTIO_BYTES=$((64 << 20)) VIRTIO_PAR_BYTES=$((8 << 20)) VIRTIO_TIMEOUT=1800
 	export BENCH_SETTLE=1 BENCH_TEARDOWN_MAX=20 BENCH_HOLD_TIMEOUT=120
+	export BENCH_IDLE_SECONDS=10 BENCH_FLOOD_PP=2000
 fi
 
 log() {
@@ -200,6 +203,10 @@ host_part() {
 	HOST_TMP=$(mktemp -d /tmp/vsockmap-bench.XXXXXX)
 	export BENCH_RESULTS=$BENCH_OUT/host.jsonl BENCH_TOOL=$OUT/tools/vsm-bench
 	export BENCH_DAEMON=$OUT/vsockmapd BENCH_CTL=$OUT/vsockmapctl
+	# The list flood of the memory phase (the host case's own client; it needs python3).
+	BENCH_FLOOD_TOOL=
+	! command -v python3 >/dev/null || BENCH_FLOOD_TOOL=$ROOT/tests/host/hostile-control.py
+	export BENCH_FLOOD_TOOL
 	: >"$BENCH_RESULTS"
 	# shellcheck source=bench/lib.sh
 	. bench/lib.sh
@@ -254,6 +261,7 @@ BENCH_MODES="$modes"
 BENCH_SETTLE=${BENCH_SETTLE:-2}
 BENCH_TEARDOWN_MAX=${BENCH_TEARDOWN_MAX:-60}
 BENCH_HOLD_TIMEOUT=${BENCH_HOLD_TIMEOUT:-120}
+BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-10}
 BENCH_DGRAM_SOURCE_ARGS=$([[ ${BENCH_DGRAM_CONNECT:-0} == 1 ]] && echo --connect)
 EOF
 	log "$part: one boot${kernel:+ of $kernel}, scenarios $scenarios (timeout ${vm_timeout}s)"

@@ -13,8 +13,8 @@ hostile-control.py ping CLIENT_PATH SECONDS
     "n=COUNT p50=MS p99=MS max=MS".
 
 hostile-control.py flood CONTROL_PATH SECONDS PER_WRITE
-    Writes PER_WRITE "list" requests at a time and reads their answers, for SECONDS; prints
-    "requests=N bytes=N errors=N".
+    Writes PER_WRITE "list" requests at a time and reads their answers, for SECONDS or until
+    SIGTERM; prints "requests=N bytes=N errors=N" (make bench's flood row uses it too).
 
 hostile-control.py trickle CONTROL_PATH COUNT READY_FILE RELEASE_FILE
     COUNT connections that each ask for a list and read one byte of the answer per second;
@@ -22,6 +22,7 @@ hostile-control.py trickle CONTROL_PATH COUNT READY_FILE RELEASE_FILE
 """
 import os
 import resource
+import signal
 import socket
 import sys
 import time
@@ -98,7 +99,9 @@ def flood(path, seconds, per_write):
     buf = b""
     requests = nbytes = errors = 0
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    while time.monotonic() < end and not stop:
         c.sendall(batch)
         requests += per_write
         lines = 0
