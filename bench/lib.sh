@@ -591,7 +591,7 @@ bench_idle_cpu() {
 	}')
 }
 
-# bench_flood_latency MODE COUNT: 64-byte round trips through one more connection while
+# bench_flood_latency MODE COUNT: 1-byte round trips through one more connection while
 # BENCH_FLOOD_TOOL (tests/host/hostile-control.py) writes 200 "list" requests at a time on the
 # daemon's control socket and reads the answers (issue 44: the control plane must not stall
 # the data); the same round trips first without the flood. Sets FLOOD_FIELDS.
@@ -605,8 +605,10 @@ bench_flood_latency() {
 		FLOOD_WHY="the echo alone: $(bench_why "$BENCH_DIR/quiet.out" "$BENCH_DIR/quiet.err" $_f_rc)"
 		return 1
 	fi
-	python3 "$BENCH_FLOOD_TOOL" flood "$BENCH_DIR/$1.ctl" "$BENCH_TIMEOUT" 200 \
-		>"$BENCH_DIR/flood.out" 2>"$BENCH_DIR/flood.err" &
+	# Bounded twice: it stops after BENCH_TIMEOUT seconds, and timeout kills it should it
+	# hang on a daemon that stopped answering.
+	timeout -k 2 $((BENCH_TIMEOUT + 10)) python3 "$BENCH_FLOOD_TOOL" flood "$BENCH_DIR/$1.ctl" \
+		"$BENCH_TIMEOUT" 200 >"$BENCH_DIR/flood.out" 2>"$BENCH_DIR/flood.err" &
 	_f_pid=$!
 	sleep 1 # the flood's first answers are being built
 	timeout -k 2 "$BENCH_TIMEOUT" "$BENCH_TOOL" pingpong "$_f_addr" --count "$2" --warmup 10 \
@@ -622,11 +624,12 @@ bench_flood_latency() {
 		FLOOD_WHY="the flood: $(tail -n 1 "$BENCH_DIR/flood.err")"
 		return 1
 	fi
-	FLOOD_FIELDS=$(printf ',"quiet_p50_us":%s,"quiet_p99_us":%s,"flood_p50_us":%s,"flood_p99_us":%s,"flood_max_us":%s,"flood_requests":%s' \
+	FLOOD_FIELDS=$(printf ',"quiet_p50_us":%s,"quiet_p99_us":%s,"flood_p50_us":%s,"flood_p99_us":%s,"flood_max_us":%s,"flood_requests":%s,"flood_errors":%s' \
 		"$(bench_json_get "$BENCH_DIR/quiet.out" p50_us)" "$(bench_json_get "$BENCH_DIR/quiet.out" p99_us)" \
 		"$(bench_json_get "$BENCH_DIR/fpp.out" p50_us)" "$(bench_json_get "$BENCH_DIR/fpp.out" p99_us)" \
 		"$(bench_json_get "$BENCH_DIR/fpp.out" max_us)" \
-		"$(sed -n 's/^requests=\([0-9]*\).*/\1/p' "$BENCH_DIR/flood.out" | grep . || echo null)")
+		"$(sed -n 's/^requests=\([0-9]*\).*/\1/p' "$BENCH_DIR/flood.out")" \
+		"$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' "$BENCH_DIR/flood.out")")
 }
 
 # bench_teardown MODE PID: waits (up to BENCH_TEARDOWN_MAX s) until the daemon lists no

@@ -472,7 +472,7 @@ END {
 			nidle += mem_idle[mem_order[o], MODES[m]] != ""
 	if (nidle) {
 		print "The daemon with N idle connections held (the memory phase's): idle CPU = the share of"
-		print "one CPU it used while nothing moved; echo = 64-byte round trips through one more"
+		print "one CPU it used while nothing moved; echo = 1-byte round trips through one more"
 		print "connection, p50/p99 us, alone and while a control client writes 200 \"list\" requests"
 		print "at a time and reads the answers (host only; lists = requests answered meanwhile)."
 		print ""

@@ -20,10 +20,17 @@ throwaway_user() {
 		THROWAWAY_USERS+=("$1") THROWAWAY_GROUPS+=("$1")
 }
 
+# throwaway_cleanup: userdel refuses a user who still runs a process (a helper of the case
+# still exiting): those are killed, and userdel is asked again for up to 5 s.
 throwaway_cleanup() {
-	local u g
+	local u g i
 	for u in "${THROWAWAY_USERS[@]}"; do
-		userdel "$u" 2>/dev/null
+		for ((i = 0; i < 50; i++)); do
+			id -u "$u" >/dev/null 2>&1 || break
+			pkill -KILL -u "$u" 2>/dev/null
+			userdel "$u" 2>/dev/null && break
+			sleep 0.1
+		done
 	done
 	for g in "${THROWAWAY_GROUPS[@]}"; do
 		groupdel "$g" 2>/dev/null

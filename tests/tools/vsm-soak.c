@@ -395,6 +395,14 @@ static uint64_t end_delay_ms(const struct conn *k)
 	return from && e->end_ns > from ? (e->end_ns - from) / NSEC_PER_MS : 0;
 }
 
+/* How long after its last byte the server end's EOF or read error came, in ms; -1: not both. */
+static int64_t server_eof_gap_ms(const struct conn *k)
+{
+	return k->s.end_ns && k->s.data_ns && k->s.end_ns >= k->s.data_ns
+		       ? (int64_t)((k->s.end_ns - k->s.data_ns) / NSEC_PER_MS)
+		       : -1;
+}
+
 static uint64_t close_window; /* bytes written during a close that did not arrive */
 static uint64_t hit_lost;     /* bytes owed by a close that did not arrive */
 static unsigned int closes;    /* "close ID" answered */
@@ -1694,12 +1702,12 @@ int main(int argc, char **argv)
 			reset_ms = t;
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
-			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
+			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64 " server_eof_gap_ms=%" PRId64
 			       " sndbuf=%d%s%s%s%s%s%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
 			       "--max-size %" PRIu64 "%s%s%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
-			       k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
+			       server_eof_gap_ms(k), k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
 			       k->stalls ? " stalling-server" : "",
 			       k->hit ? (k->mode == DAEMON_CLOSE ? " closed" : " stopped") : "",
 			       k->small_up ? " small-up" : "", k->small_down ? " small-down" : "",

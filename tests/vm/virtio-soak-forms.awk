@@ -5,11 +5,13 @@
 # relay in the path (tests/vm/README.md, "What the backend loses") and what it does not:
 #
 #   tail   the host end got a correct prefix, then EOF, at most TXBUF bytes short (the
-#          backend's tx buffer): the guest's SHUTDOWN is ignored while that buffer holds
-#          bytes, and the guest's RST 8 s later drops them;
-#   stall  the host end got a correct prefix, then nothing for the soak's stall bound: the
-#          backend stopped flushing its tx buffer, so no credit came back; the guest end
-#          either stalled too or saw its connection end when the host gave up.
+#          backend's tx buffer) and at least 7 s after its last byte, the guest end passing:
+#          the guest's SHUTDOWN is ignored while that buffer holds bytes, and the guest's
+#          RST 8 s after its close (VSOCK_CLOSE_TIMEOUT) drops them; a relay that dropped
+#          bytes itself would close at once;
+#   stall  the host end got a correct prefix, short of bytes, then nothing for the soak's
+#          stall bound: the backend stopped flushing its tx buffer, so no credit came back;
+#          the guest end either stalled too or was cut off when the host gave up.
 #
 #	awk -v TXBUF=32768 -f virtio-soak-forms.awk GUEST_OUT HOST_OUT
 #
@@ -40,6 +42,7 @@ function reason(s, t) {
 	if (side == "host") {
 		split(field($0, "up"), up, "/")
 		cut[id] = field($0, "cut")
+		gap[id] = field($0, "server_eof_gap_ms")
 		got[id] = up[1]
 		want[id] = $3 == "client-kill" ? cut[id] : up[2]
 	}
@@ -54,10 +57,11 @@ END {
 		short = want[id] - got[id]
 		if (!bad[id] && (h == "server: wrong number of bytes" ||
 				 h == "the server did not get every byte the killed client sent") &&
-		    g == "" && short > 0 && short <= TXBUF)
-			printf "backend tail %s: %d of %d bytes at the host, then EOF\n", id, got[id], want[id]
-		else if (!bad[id] && h == "stalled" &&
-			 (g == "" || g == "stalled" || g == "an I/O error on a connection that should end cleanly"))
+		    g == "" && short > 0 && short <= TXBUF && gap[id] != "" && gap[id] >= 7000)
+			printf "backend tail %s: %d of %d bytes at the host, then EOF %d ms later\n", id, got[id], want[id], gap[id]
+		else if (!bad[id] && h == "stalled" && short > 0 &&
+			 (g == "" || g == "stalled" || g == "client: wrong number of bytes" ||
+			  g == "an I/O error on a connection that should end cleanly"))
 			printf "backend stall %s: %d of %d bytes at the host, then nothing\n", id, got[id], want[id]
 		else {
 			printf "other %s: %s\n", id, line[id]

@@ -209,6 +209,8 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	int r;
 
 	r = control_format_line(resp, CONTROL_RESPONSE_MAX, &line, &len);
+	/* What this turn spent building it, whatever is sent in its place (conn_process()). */
+	conn->turn_bytes += r == -EMSGSIZE ? CONTROL_RESPONSE_MAX : r < 0 ? 0 : len;
 	if (r == -EMSGSIZE) {
 		struct json_object *err;
 
@@ -232,7 +234,6 @@ static int conn_queue(struct control_conn *conn, struct json_object *resp)
 	}
 
 	conn_held(conn, (ssize_t)len);
-	conn->turn_bytes += len;
 	if (!conn->out) {
 		conn->out = line;
 		conn->out_len = len;
