@@ -1702,12 +1702,14 @@ int main(int argc, char **argv)
 			reset_ms = t;
 		if (!k->ok)
 			printf("conn %u %s up=%" PRIu64 "/%" PRIu64 " down=%" PRIu64 "/%" PRIu64
-			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64 " server_eof_gap_ms=%" PRId64
+			       " cut=%" PRIu64 " mismatch=%" PRId64 "/%" PRId64
+			       " server_eof_gap_ms=%" PRId64
 			       " sndbuf=%d%s%s%s%s%s%s%s%s%s: %s (replay: --seed %" PRIu64 " --count %u "
 			       "--max-size %" PRIu64 "%s%s%s%s --only %u)\n",
 			       i, mode_names[k->mode], k->s.recvd, k->up_len, k->c.recvd,
 			       k->down_len, k->cut, (int64_t)k->s.mismatch, (int64_t)k->c.mismatch,
-			       server_eof_gap_ms(k), k->sndbuf, k->pausy ? " pausing" : "", k->slow ? " slow-server" : "",
+			       server_eof_gap_ms(k), k->sndbuf, k->pausy ? " pausing" : "",
+			       k->slow ? " slow-server" : "",
 			       k->stalls ? " stalling-server" : "",
 			       k->hit ? (k->mode == DAEMON_CLOSE ? " closed" : " stopped") : "",
 			       k->small_up ? " small-up" : "", k->small_down ? " small-down" : "",

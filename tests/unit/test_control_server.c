@@ -118,6 +118,20 @@ static int client(struct fixture *f)
 	return fd;
 }
 
+/* count copies of line (a request and its newline) in one send(): one read for the server. */
+static void send_copies(int fd, const char *line, int count)
+{
+	size_t len = strlen(line), i;
+	char *batch = malloc(len * (size_t)count);
+
+	assert_non_null(batch);
+	for (i = 0; i < (size_t)count; i++)
+		memcpy(batch + i * len, line, len);
+	assert_int_equal(send(fd, batch, len * (size_t)count, MSG_NOSIGNAL),
+			 (ssize_t)(len * (size_t)count));
+	free(batch);
+}
+
 static void send_request(struct fixture *f, int fd, const char *command, size_t size)
 {
 	char line[128];
@@ -358,8 +372,6 @@ static int count_dispatch(sd_event_source *s, int fd, uint32_t revents, void *us
 static void test_requests_bounded_per_turn(void **state)
 {
 	struct fixture *f = *state;
-	static const char line[] = "{\"command\":\"status\"}\n";
-	char batch[10 * sizeof(line)];
 	unsigned int data_runs = 0, runs_then = 0, before;
 	char answers[4096], *p;
 	sd_event_source *data;
@@ -367,10 +379,7 @@ static void test_requests_bounded_per_turn(void **state)
 	ssize_t n;
 
 	fd = client(f);
-	for (i = 0; i < 10; i++)
-		memcpy(batch + i * (sizeof(line) - 1), line, sizeof(line) - 1);
-	assert_int_equal(send(fd, batch, 10 * (sizeof(line) - 1), MSG_NOSIGNAL),
-			 (ssize_t)(10 * (sizeof(line) - 1)));
+	send_copies(fd, "{\"command\":\"status\"}\n", 10);
 	handled = 0;
 	assert_int_equal(pipe(busy), 0);
 	assert_int_equal(write(busy[1], "x", 1), 1);
@@ -406,24 +415,20 @@ static void test_requests_bounded_per_turn(void **state)
 
 /*
  * Answers that are big cost more turns: six requests for 40 KiB each, sent at once, are
- * answered at most two a turn (the second passes ANSWER_BYTES_PER_DISPATCH, 64 KiB), all
- * of them in the end, in order.
+ * answered at most two a turn (the second passes ANSWER_BYTES_PER_DISPATCH, 64 KiB), and
+ * all six in the end.
  */
 static void test_answer_bytes_bounded_per_turn(void **state)
 {
 	struct fixture *f = *state;
-	static const char line[] = "{\"command\":\"big\",\"size\":40960}\n";
-	char batch[6 * sizeof(line)], sink[65536];
 	unsigned int before, turns_used = 0;
+	char sink[65536];
 	size_t got = 0;
-	int fd, i, turn;
+	int fd, turn;
 	ssize_t n;
 
 	fd = client(f);
-	for (i = 0; i < 6; i++)
-		memcpy(batch + i * (sizeof(line) - 1), line, sizeof(line) - 1);
-	assert_int_equal(send(fd, batch, 6 * (sizeof(line) - 1), MSG_NOSIGNAL),
-			 (ssize_t)(6 * (sizeof(line) - 1)));
+	send_copies(fd, "{\"command\":\"big\",\"size\":40960}\n", 6);
 	handled = 0;
 	for (turn = 0; turn < 60 && handled < 6; turn++) {
 		before = handled;
