@@ -5,8 +5,9 @@
 # fairness"): read-role clients that flood the control socket with list requests, or ask
 # for big answers and read them a byte a second, while thousands of redirects are live.
 # The data path must stay responsive (a 64-byte ping-pong through the daemon, whose longest
-# round trip shows the longest stall of the event loop; the watchdog itself is not armed
-# here), and an administrator's list must still be answered in full. Throwaway users
+# round trip shows the longest stall of the event loop), the daemon must keep its watchdog
+# (armed as systemd arms it: NOTIFY_SOCKET and WATCHDOG_USEC, HC_WATCHDOG_MS), and an
+# administrator's list must still be answered in full. Throwaway users
 # (tests/lib/throwaway-users.sh). Sourced by tests/host/run.sh after access-cases.sh (PYTHON).
 #
 # HC_PING_P99_MS: the bound on the 99th percentile of round trips while a reader floods list
@@ -22,6 +23,10 @@
 HC_PING_P99_MS=${HC_PING_P99_MS:-50}
 HC_PING_MAX_MS=${HC_PING_MAX_MS:-500}
 HC_PING_BIG_MAX_MS=${HC_PING_BIG_MAX_MS:-2000}
+# The daemon's WatchdogSec= here: sd-event sends WATCHDOG=1 every quarter of it (500 ms)
+# whenever the loop runs, so the longest gap between two is the loop's longest stall plus
+# that; a gap of the whole timeout would have got the daemon killed under systemd.
+HC_WATCHDOG_MS=${HC_WATCHDOG_MS:-2000}
 HC_HELPER=tests/host/hostile-control.py
 
 hc_cleanup() {
@@ -79,20 +84,27 @@ hc_ping_ms() {
 # hc_flood_case NAME P99_MS MAX_MS WHAT: a reader floods list (200 per write) while the ping
 # runs.
 hc_flood_case() {
-	local name=$1 p99_bound=$2 bound=$3 what=$4 flood stats p99 max
+	local name=$1 p99_bound=$2 bound=$3 what=$4 flood stats p99 max from watchdog gap
+	# From the last keep-alive before the flood (line 1 if there was none yet).
+	from=$(wc -l <"$HC_DIR/watchdog.log")
+	((from > 0)) || from=1
 	run_as "$HC_READER" "$PYTHON" "$HC_HELPER" flood "$HC_DIR/ctl.sock" 6 200 \
 		>"$HC_DIR/flood.out" 2>&1 &
 	flood=$!
 	sleep 0.5
 	stats=$(hc_ping 5 2>&1)
 	wait "$flood"
+	watchdog=$("$PYTHON" "$HC_HELPER" watchdog-gap "$HC_DIR/watchdog.log" "$from")
+	gap=${watchdog#gap_ms=}
+	gap=${gap%% *}
 	p99=$(hc_ping_ms "$stats" p99)
 	max=$(hc_ping_ms "$stats" max)
 	if [[ $stats == n=* ]] && ((p99 <= p99_bound && max <= bound)) &&
+		[[ $watchdog == *' pings='[1-9]* ]] && ((gap < HC_WATCHDOG_MS)) &&
 		grep -q '^requests=[1-9][0-9]* .* errors=0$' "$HC_DIR/flood.out"; then
-		vmtest_pass "$name" "$what: ping $stats ms (bounds: p99 $p99_bound, max $bound ms); reader $(<"$HC_DIR/flood.out")"
+		vmtest_pass "$name" "$what: ping $stats ms (bounds: p99 $p99_bound, max $bound ms); watchdog $watchdog (timeout $HC_WATCHDOG_MS ms); reader $(<"$HC_DIR/flood.out")"
 	else
-		vmtest_fail "$name" "$what: ping $stats ms, bounds: p99 $p99_bound, max $bound ms; reader: $(tail -n 1 "$HC_DIR/flood.out")"
+		vmtest_fail "$name" "$what: ping $stats ms, bounds: p99 $p99_bound, max $bound ms; watchdog $watchdog, timeout $HC_WATCHDOG_MS ms; reader: $(tail -n 1 "$HC_DIR/flood.out")"
 	fi
 }
 
@@ -110,7 +122,12 @@ hc_body() {
 	HC_PIDS+=("$!")
 	vsm-peer server "unix:$HC_DIR/srv.sock" --echo --timeout 0 >"$HC_DIR/srv.log" 2>&1 &
 	HC_PIDS+=("$!")
+	: >"$HC_DIR/watchdog.log"
+	"$PYTHON" "$HC_HELPER" notify "$HC_DIR/notify.sock" "$HC_DIR/notify.ready" \
+		"$HC_DIR/watchdog.log" &
+	HC_PIDS+=("$!")
 	wait_for_file "$HC_DIR/sink.ready" 10
+	wait_for_file "$HC_DIR/notify.ready" 10
 	wait_for_socket "$HC_DIR/srv.sock" 10
 	# More redirects of one uid than max-redirects-per-uid allows by default.
 	per_uid='max-redirects-per-uid = 0'
@@ -127,7 +144,8 @@ hc_body() {
 		printf '[echo]\nlisten = UNIX-LISTEN:%s/echo.sock,mode=0666\n' "$HC_DIR"
 		printf 'connect = UNIX-CONNECT:%s/srv.sock\n' "$HC_DIR"
 	} >"$HC_DIR/c.conf"
-	vsockmapd -c "$HC_DIR/c.conf" 2>"$HC_DIR/daemon.log" &
+	NOTIFY_SOCKET=$HC_DIR/notify.sock WATCHDOG_USEC=$((HC_WATCHDOG_MS * 1000)) \
+		vsockmapd -c "$HC_DIR/c.conf" 2>"$HC_DIR/daemon.log" &
 	HC_DAEMON=$!
 	if ! wait_for_log "$HC_DIR/daemon.log" 'control socket .*: listening' 0 "$HC_DAEMON" 20; then
 		vmtest_fail hostile-control "daemon did not start: $(tail -n 2 "$HC_DIR/daemon.log")"

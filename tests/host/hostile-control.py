@@ -16,6 +16,16 @@ hostile-control.py flood CONTROL_PATH SECONDS PER_WRITE
     Writes PER_WRITE "list" requests at a time and reads their answers, for SECONDS or until
     SIGTERM; prints "requests=N bytes=N errors=N" (make bench's flood row uses it too).
 
+hostile-control.py notify SOCKET_PATH READY_FILE OUT_FILE
+    The systemd side of sd_notify: a datagram socket at SOCKET_PATH (the daemon's
+    NOTIFY_SOCKET); appends "SECONDS" (time.monotonic()) to OUT_FILE for each WATCHDOG=1,
+    until killed.
+
+hostile-control.py watchdog-gap OUT_FILE FROM_LINE
+    The longest time between two keep-alives of OUT_FILE from line FROM_LINE (1-based) to
+    now, the time since the last included: "gap_ms=MS pings=N" ("gap_ms=none pings=0 ..."
+    if there was none).
+
 hostile-control.py trickle CONTROL_PATH COUNT READY_FILE RELEASE_FILE
     COUNT connections that each ask for a list and read one byte of the answer per second;
     READY_FILE appears once each has its first byte; holds them until RELEASE_FILE exists.
@@ -119,6 +129,29 @@ def flood(path, seconds, per_write):
     print("requests=%d bytes=%d errors=%d" % (requests, nbytes, errors))
 
 
+def notify(path, ready, out):
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.bind(path)
+    os.chmod(path, 0o666)
+    touch(ready)
+    with open(out, "a", buffering=1) as f:
+        while True:
+            msg = srv.recv(65536)
+            if b"WATCHDOG=1" in msg.split(b"\n"):
+                f.write("%.6f\n" % time.monotonic())
+
+
+def watchdog_gap(out, from_line):
+    with open(out) as f:
+        stamps = [float(x) for x in f.read().split()[from_line - 1:]]
+    if not stamps:
+        print("gap_ms=none pings=0 (no keep-alive at all)")
+        return
+    stamps.append(time.monotonic())
+    gap = max(b - a for a, b in zip(stamps, stamps[1:]))
+    print("gap_ms=%d pings=%d" % (gap * 1e3, len(stamps) - 1))
+
+
 def trickle(path, count, ready, release):
     conns = []
     for _ in range(count):
@@ -146,6 +179,10 @@ def main():
         ping(args[0], float(args[1]))
     elif cmd == "flood":
         flood(args[0], float(args[1]), int(args[2]))
+    elif cmd == "notify":
+        notify(args[0], args[1], args[2])
+    elif cmd == "watchdog-gap":
+        watchdog_gap(args[0], int(args[1]))
     elif cmd == "trickle":
         trickle(args[0], int(args[1]), args[2], args[3])
     else:
