@@ -591,6 +591,25 @@ bench_idle_cpu() {
 	}')
 }
 
+# bench_sweep_cpu MODE PID SECONDS: the same with idle-timeout set (an hour: nothing closes),
+# by a reload of MODE's configuration: what the idle sweep adds. Sets SWEEP_FIELDS (none if
+# the reload did not take).
+bench_sweep_cpu() {
+	SWEEP_FIELDS=''
+	_w_conf=$BENCH_DIR/$1.conf
+	_w_n=$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")
+	awk '{ print } $0 == "[daemon]" { print "idle-timeout = 3600" }' "$_w_conf" >"$_w_conf.new" &&
+		mv "$_w_conf.new" "$_w_conf" && kill -HUP "$2" || return 1
+	_w_ticks=100
+	while [ "$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")" -le "$_w_n" ]; do
+		[ "$_w_ticks" -gt 0 ] || return 1
+		_w_ticks=$((_w_ticks - 1))
+		sleep 0.1
+	done
+	bench_idle_cpu "$2" "$3"
+	SWEEP_FIELDS=$(printf '%s' "$IDLE_FIELDS" | sed 's/"idle_s"/"sweep_s"/; s/"idle_cpu_pct"/"sweep_cpu_pct"/')
+}
+
 # bench_flood_latency MODE COUNT: 1-byte round trips through one more connection while
 # BENCH_FLOOD_TOOL (tests/host/hostile-control.py) writes 200 "list" requests at a time on the
 # daemon's control socket and reads the answers (issue 44: the control plane must not stall
@@ -702,11 +721,15 @@ bench_memory() {
 	[ -z "$_m_pid" ] || _m_live=$(bench_live_redirects "$_m_mode")
 	# What the held connections cost the daemon while nothing happens, and whether a control
 	# client's flood of lists over them stalls the data (the host part only: it needs python3).
-	IDLE_FIELDS='' FLOOD_FIELDS=''
+	IDLE_FIELDS='' FLOOD_FIELDS='' SWEEP_FIELDS=''
 	if [ -n "$_m_pid" ]; then
 		bench_idle_cpu "$_m_pid" "$BENCH_IDLE_SECONDS"
+		_m_idle=$IDLE_FIELDS
 		[ -z "${BENCH_FLOOD_TOOL:-}" ] || bench_flood_latency "$_m_mode" "$BENCH_FLOOD_PP" ||
 			bench_log "$_m_mode: no echo figures during a list flood ($FLOOD_WHY)"
+		bench_sweep_cpu "$_m_mode" "$_m_pid" "$BENCH_IDLE_SECONDS" ||
+			bench_log "$_m_mode: no idle CPU with idle-timeout set (the reload did not take: $(tail -n 1 "$BENCH_DIR/$_m_mode.log"))"
+		IDLE_FIELDS=$_m_idle
 	fi
 	kill "$_m_hold" 2>/dev/null
 	wait "$_m_hold"
@@ -722,7 +745,7 @@ bench_memory() {
 		printf ",\"slab_before_kb\":%d,\"slab_after_kb\":%d,\"slab_per_conn_kb\":%.2f", s0, s1, (s1 - s0) / d
 		printf ",\"sunreclaim_before_kb\":%d,\"sunreclaim_after_kb\":%d", u0, u1
 		printf ",\"memavailable_drop_kb\":%d,\"listed_redirects\":%d,\"alive_at_end\":%d,\"nofile\":\"%s\"", f0 - f1, live, alive, nofile
-	}')$IDLE_FIELDS$FLOOD_FIELDS
+	}')$IDLE_FIELDS$SWEEP_FIELDS$FLOOD_FIELDS
 	# The redirects of this hold must be gone before the next measurement starts.
 	if [ -n "$_m_pid" ]; then
 		bench_teardown "$_m_mode" "$_m_pid"

@@ -180,6 +180,7 @@ BEGIN {
 		mem_tdcpu[mk, F["mode"]] = F["teardown_daemon_cpu_s"]
 		mem_idle[mk, F["mode"]] = F["idle_cpu_pct"]
 		mem_idles[mk, F["mode"]] = F["idle_s"]
+		mem_sweep[mk, F["mode"]] = F["sweep_cpu_pct"]
 		mem_q50[mk, F["mode"]] = F["quiet_p50_us"]
 		mem_q99[mk, F["mode"]] = F["quiet_p99_us"]
 		mem_f50[mk, F["mode"]] = F["flood_p50_us"]
@@ -472,12 +473,14 @@ END {
 			nidle += mem_idle[mem_order[o], MODES[m]] != ""
 	if (nidle) {
 		print "The daemon with N idle connections held (the memory phase's): idle CPU = the share of"
-		print "one CPU it used while nothing moved; echo = 1-byte round trips through one more"
-		print "connection, p50/p99 us, alone and while a control client writes 200 \"list\" requests"
-		print "at a time and reads the answers (host only; lists = requests answered meanwhile)."
+		print "one CPU it used while nothing moved, with the default configuration and with"
+		print "idle-timeout set (its sweep; reloaded in, an hour: nothing closes); echo = 1-byte round"
+		print "trips through one more connection, p50/p99 us, alone and while a control client writes"
+		print "200 \"list\" requests at a time and reads the answers (host only; lists = requests"
+		print "answered meanwhile)."
 		print ""
-		fmt4 = "%-20s %-20s %6s %11s %15s %22s %8s\n"
-		printf fmt4, "scenario", "mode", "N", "idle CPU %", "echo p50/p99", "flood p50/p99/max", "lists"
+		fmt4 = "%-20s %-20s %6s %11s %11s %15s %22s %8s\n"
+		printf fmt4, "scenario", "mode", "N", "idle CPU %", "+sweep %", "echo p50/p99", "flood p50/p99/max", "lists"
 		for (o = 1; o <= nmem; o++) {
 			mk = mem_order[o]
 			split(mk, kp, SUBSEP)
@@ -488,8 +491,9 @@ END {
 					continue
 				q = mem_q50[mk, mode] == "" ? "-" : sprintf("%s/%s", num(mem_q50[mk, mode]), num(mem_q99[mk, mode]))
 				f = mem_f50[mk, mode] == "" ? "-" : sprintf("%s/%s/%s", num(mem_f50[mk, mode]), num(mem_f99[mk, mode]), num(mem_fmax[mk, mode]))
-				printf fmt4, lab, MODE_TITLE[mode], kp[3], sprintf("%.3f", mem_idle[mk, mode]), q, f, mem_freq[mk, mode] == "" ? "-" : mem_freq[mk, mode]
-				summary_line(sprintf("{\"part\":%s,\"scenario\":%s,\"mode\":%s,\"metric\":\"idle\",\"held\":%s,\"idle_s\":%s,\"idle_cpu_pct\":%s,\"quiet_p50_us\":%s,\"quiet_p99_us\":%s,\"flood_p50_us\":%s,\"flood_p99_us\":%s,\"flood_max_us\":%s,\"flood_requests\":%s}", jstr(kp[1]), jstr(kp[2]), jstr(mode), kp[3], jnum(mem_idles[mk, mode]), jnum(mem_idle[mk, mode]), jnum(mem_q50[mk, mode]), jnum(mem_q99[mk, mode]), jnum(mem_f50[mk, mode]), jnum(mem_f99[mk, mode]), jnum(mem_fmax[mk, mode]), mem_freq[mk, mode] == "" ? "null" : mem_freq[mk, mode] + 0))
+				w = mem_sweep[mk, mode] == "" ? "-" : sprintf("%.3f", mem_sweep[mk, mode])
+				printf fmt4, lab, MODE_TITLE[mode], kp[3], sprintf("%.3f", mem_idle[mk, mode]), w, q, f, mem_freq[mk, mode] == "" ? "-" : mem_freq[mk, mode]
+				summary_line(sprintf("{\"part\":%s,\"scenario\":%s,\"mode\":%s,\"metric\":\"idle\",\"held\":%s,\"idle_s\":%s,\"idle_cpu_pct\":%s,\"sweep_cpu_pct\":%s,\"quiet_p50_us\":%s,\"quiet_p99_us\":%s,\"flood_p50_us\":%s,\"flood_p99_us\":%s,\"flood_max_us\":%s,\"flood_requests\":%s}", jstr(kp[1]), jstr(kp[2]), jstr(mode), kp[3], jnum(mem_idles[mk, mode]), jnum(mem_idle[mk, mode]), jnum(mem_sweep[mk, mode]), jnum(mem_q50[mk, mode]), jnum(mem_q99[mk, mode]), jnum(mem_f50[mk, mode]), jnum(mem_f99[mk, mode]), jnum(mem_fmax[mk, mode]), mem_freq[mk, mode] == "" ? "null" : mem_freq[mk, mode] + 0))
 				lab = ""
 			}
 		}

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include "bpf_dataplane.h"
 #include "daemon_state.h"
 #include "idle_sweep.h"
 #include "log.h"
@@ -30,10 +31,15 @@ static int on_idle_check(sd_event_source *s, uint64_t usec, void *userdata)
 	uint64_t now = now_usec();
 	struct redirect *r, *next;
 
+	/* One read of the kernel's counters for all (a failed one: slot by slot). */
+	if (d->env.dp)
+		dataplane_counters_snapshot(d->env.dp);
 	for (r = redirect_table_first(&d->env.redirects); r; r = next) {
 		next = redirect_next(r); /* r may be freed below */
 		redirect_idle_check(r, now, timeout);
 	}
+	if (d->env.dp)
+		dataplane_counters_snapshot_drop(d->env.dp);
 	return sd_event_source_set_time(s, usec + check_interval(d));
 }
 

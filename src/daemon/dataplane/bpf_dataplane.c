@@ -554,6 +554,10 @@ int dataplane_counters(struct dataplane *dp, uint32_t slot, uint32_t dir,
 {
 	uint32_t idx = slot * VSOCKMAP_NR_DIRS + dir;
 
+	if (slot < dp->snap_slots) {
+		sum_percpu(dp->snap + (size_t)idx * dp->ncpus, dp->ncpus, sum);
+		return 0;
+	}
 	if (bpf_map_lookup_elem(bpf_map__fd(dp->skel->maps.counters), &idx, dp->percpu))
 		return -errno;
 	sum_percpu(dp->percpu, dp->ncpus, sum);

@@ -312,31 +312,56 @@ void redirect_connected(struct redirect *r)
 
 /* ---- close on request ---- */
 
+/*
+ * What moved both ways, as one number that changes whenever anything moves: the counters
+ * (the daemon's, and on the kernel path the verdict's runs, held ones too), and what waits
+ * for a slow reader. Bytes move too while it takes what waits for it: in its own receive
+ * queue (a unix peer; SIOCOUTQ on our socket counts it), or, on the kernel path, in the
+ * psock backlog toward it, which the verdict counted long ago; held skbs count as packets
+ * only. A change in any of them is movement; a backlog that stands still is not.
+ *
+ * Only writes add to a socket's SIOCOUTQ and the psock backlog: ours, which our counters
+ * count, or the verdict's, which its runs count. So when the last look found nothing
+ * waiting either way and no counter moved since, nothing waits now: a redirect that sits
+ * idle costs no system call here but its share of the sweep's one read of the kernel's
+ * counters (10,000 idle ones asked at every check took 5% of a CPU in user space, 11% on
+ * the kernel path).
+ */
+static uint64_t idle_mark(struct redirect *r)
+{
+	bool kernel = r->has_slot && !r->userspace;
+	struct redirect_info info;
+	uint64_t counted, moved, backlog = 0;
+	int outq[2];
+
+	memset(&info, 0, sizeof(info));
+	collect_counters(r, &info);
+	counted = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
+	if (kernel)
+		counted += redirect_kernel_runs(r);
+	if (r->idle_unqueued && counted == r->idle_counted && r->idle_since_usec)
+		return r->idle_bytes;
+	outq[0] = socket_outq(r->ep[CLIENT].fd);
+	outq[1] = socket_outq(r->ep[TARGET].fd);
+	if (kernel)
+		backlog = redirect_kernel_backlog(r);
+	r->idle_counted = counted;
+	r->idle_unqueued = outq[0] <= 0 && outq[1] <= 0 && !backlog;
+	moved = counted + backlog + (uint64_t)(outq[0] > 0 ? outq[0] : 0) +
+		((uint64_t)(outq[1] > 0 ? outq[1] : 0) << 32);
+	return moved;
+}
+
 bool redirect_idle_check(struct redirect *r, uint64_t now, uint64_t timeout_usec)
 {
-	struct redirect_info info;
 	uint64_t moved;
-	int outq[2];
 
 	if (r->phase != PHASE_RUNNING)
 		return false;
 	/* Its source's verdict counts nothing (fastpath=permanent): it never looks idle. */
 	if (r->has_slot && !dataplane_counted(r->env->dp, r->slot, CLIENT))
 		return false;
-	redirect_get_info(r, &info, false);
-	moved = info.moved.bytes[CLIENT] + info.moved.bytes[TARGET];
-	/*
-	 * Bytes move too while a slow reader takes what waits for it: in its own receive
-	 * queue (a unix peer; SIOCOUTQ on our socket counts it), or, on the kernel path, in
-	 * the psock backlog toward it, which the verdict counted long ago; held skbs count as
-	 * packets only. A change in any of them is movement; a backlog that stands still is
-	 * not.
-	 */
-	outq[0] = socket_outq(r->ep[CLIENT].fd);
-	outq[1] = socket_outq(r->ep[TARGET].fd);
-	moved += (uint64_t)(outq[0] > 0 ? outq[0] : 0) + ((uint64_t)(outq[1] > 0 ? outq[1] : 0) << 32);
-	if (r->has_slot && !r->userspace)
-		moved += redirect_kernel_activity(r);
+	moved = idle_mark(r);
 	if (moved != r->idle_bytes || !r->idle_since_usec) {
 		r->idle_bytes = moved;
 		r->idle_since_usec = now;

@@ -137,6 +137,8 @@ struct redirect {
 	bool cut;
 	uint64_t idle_bytes;	  /* bytes moved both ways at the last idle check */
 	uint64_t idle_since_usec; /* when idle_bytes last changed */
+	uint64_t idle_counted;	  /* of idle_bytes, what the counters said (no queue) */
+	bool idle_unqueued;	  /* and nothing waited toward either peer: no queue, no backlog */
 	sd_event_source *timer;
 	unsigned int batch; /* the last events batch that reported it */
 	bool batch_fresh;   /* being stepped by it: ep[].revents is what epoll saw just now */
@@ -245,7 +247,8 @@ void dir_unhashed(struct redirect *r, int src);		 /* DIR_UNHASHED */
 int dir_watch_left_behind(struct redirect *r, int src);
 /* For the idle timeout: changes whenever the verdict runs or the kernel's backlog toward a
  * reader changes (queue probe only). */
-uint64_t redirect_kernel_activity(struct redirect *r);
+uint64_t redirect_kernel_runs(struct redirect *r);
+uint64_t redirect_kernel_backlog(struct redirect *r);
 
 /* ---- redirect_inject.c ---- */
 

@@ -175,16 +175,20 @@ static uint64_t backlog_mark(struct redirect *r, int src)
 }
 
 /*
- * For the idle timeout: a number that changes whenever the verdict runs either way
+ * For the idle timeout: numbers that change whenever the verdict runs either way
  * (redirected or held: held bytes count as packets, not bytes) or the kernel's backlog
  * toward a reader changes. The verdict counts a send at once, while the psock worker hands
  * it to a slow reader only as that reader reads: the byte counters then stand still while
  * bytes move. A backlog that stands still (a reader that stopped) is no movement.
  */
-uint64_t redirect_kernel_activity(struct redirect *r)
+uint64_t redirect_kernel_runs(struct redirect *r)
 {
-	return verdict_runs(r, CLIENT) + verdict_runs(r, TARGET) + backlog_mark(r, CLIENT) +
-	       (backlog_mark(r, TARGET) << 1);
+	return verdict_runs(r, CLIENT) + verdict_runs(r, TARGET);
+}
+
+uint64_t redirect_kernel_backlog(struct redirect *r)
+{
+	return backlog_mark(r, CLIENT) + (backlog_mark(r, TARGET) << 1);
 }
 
 /*
