@@ -592,22 +592,31 @@ bench_idle_cpu() {
 }
 
 # bench_sweep_cpu MODE PID SECONDS: the same with idle-timeout set (an hour: nothing closes),
-# by a reload of MODE's configuration: what the idle sweep adds. Sets SWEEP_FIELDS (none if
-# the reload did not take).
+# by a reload of MODE's configuration, from the sweep's second check (its first looks at
+# every redirect in full); then the configuration as it was, reloaded back, so that the
+# teardown is measured as before. Sets SWEEP_FIELDS (none if a reload did not take).
 bench_sweep_cpu() {
 	SWEEP_FIELDS=''
 	_w_conf=$BENCH_DIR/$1.conf
-	_w_n=$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")
-	awk '{ print } $0 == "[daemon]" { print "idle-timeout = 3600" }' "$_w_conf" >"$_w_conf.new" &&
-		mv "$_w_conf.new" "$_w_conf" && kill -HUP "$2" || return 1
-	_w_ticks=100
-	while [ "$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")" -le "$_w_n" ]; do
-		[ "$_w_ticks" -gt 0 ] || return 1
-		_w_ticks=$((_w_ticks - 1))
+	cp "$_w_conf" "$_w_conf.plain" || return 1
+	awk '{ print } $0 == "[daemon]" { print "idle-timeout = 3600" }' "$_w_conf.plain" >"$_w_conf" &&
+		bench_reload "$1" "$2" || return 1
+	sleep 2
+	bench_idle_cpu "$2" "$3"
+	mv "$_w_conf.plain" "$_w_conf" && bench_reload "$1" "$2" || return 1
+	SWEEP_FIELDS=$(printf '%s' "$IDLE_FIELDS" | sed 's/"idle_s"/"sweep_s"/; s/"idle_cpu_pct"/"sweep_cpu_pct"/')
+}
+
+# bench_reload MODE PID: SIGHUP, then until MODE's log says "reloaded" once more (10 s).
+bench_reload() {
+	_r_n=$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")
+	kill -HUP "$2" || return 1
+	_r_ticks=100
+	while [ "$(grep -c 'reloaded ' "$BENCH_DIR/$1.log")" -le "${_r_n:-0}" ]; do
+		[ "$_r_ticks" -gt 0 ] || return 1
+		_r_ticks=$((_r_ticks - 1))
 		sleep 0.1
 	done
-	bench_idle_cpu "$2" "$3"
-	SWEEP_FIELDS=$(printf '%s' "$IDLE_FIELDS" | sed 's/"idle_s"/"sweep_s"/; s/"idle_cpu_pct"/"sweep_cpu_pct"/')
 }
 
 # bench_flood_latency MODE COUNT: 1-byte round trips through one more connection while

@@ -473,14 +473,14 @@ END {
 			nidle += mem_idle[mem_order[o], MODES[m]] != ""
 	if (nidle) {
 		print "The daemon with N idle connections held (the memory phase's): idle CPU = the share of"
-		print "one CPU it used while nothing moved, with the default configuration and with"
-		print "idle-timeout set (its sweep; reloaded in, an hour: nothing closes); echo = 1-byte round"
+		print "one CPU it used while nothing moved, with the default configuration and (w/ sweep)"
+		print "with idle-timeout set (reloaded in, an hour: nothing closes); echo = 1-byte round"
 		print "trips through one more connection, p50/p99 us, alone and while a control client writes"
 		print "200 \"list\" requests at a time and reads the answers (host only; lists = requests"
 		print "answered meanwhile)."
 		print ""
 		fmt4 = "%-20s %-20s %6s %11s %11s %15s %22s %8s\n"
-		printf fmt4, "scenario", "mode", "N", "idle CPU %", "+sweep %", "echo p50/p99", "flood p50/p99/max", "lists"
+		printf fmt4, "scenario", "mode", "N", "idle CPU %", "w/ sweep %", "echo p50/p99", "flood p50/p99/max", "lists"
 		for (o = 1; o <= nmem; o++) {
 			mk = mem_order[o]
 			split(mk, kp, SUBSEP)

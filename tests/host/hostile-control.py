@@ -18,8 +18,8 @@ hostile-control.py flood CONTROL_PATH SECONDS PER_WRITE
 
 hostile-control.py notify SOCKET_PATH READY_FILE OUT_FILE
     The systemd side of sd_notify: a datagram socket at SOCKET_PATH (the daemon's
-    NOTIFY_SOCKET); appends "SECONDS" (time.monotonic()) to OUT_FILE for each WATCHDOG=1,
-    until killed.
+    NOTIFY_SOCKET); appends "SECONDS" (its arrival, CLOCK_REALTIME) to OUT_FILE for each
+    WATCHDOG=1, until killed.
 
 hostile-control.py watchdog-gap OUT_FILE FROM_LINE
     The longest time between two keep-alives of OUT_FILE from line FROM_LINE (1-based) to
@@ -34,6 +34,7 @@ import os
 import resource
 import signal
 import socket
+import struct
 import sys
 import time
 
@@ -129,16 +130,27 @@ def flood(path, seconds, per_write):
     print("requests=%d bytes=%d errors=%d" % (requests, nbytes, errors))
 
 
+# SCM_TIMESTAMPNS: the kernel's time of arrival (CLOCK_REALTIME), not when this helper, which
+# a loaded machine may starve, got round to reading it.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
 def notify(path, ready, out):
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     srv.bind(path)
     os.chmod(path, 0o666)
     touch(ready)
     with open(out, "a", buffering=1) as f:
         while True:
-            msg = srv.recv(65536)
+            msg, anc, _, _ = srv.recvmsg(65536, socket.CMSG_SPACE(16))
+            stamp = time.time()
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                    sec, nsec = struct.unpack("qq", data[:16])
+                    stamp = sec + nsec / 1e9
             if b"WATCHDOG=1" in msg.split(b"\n"):
-                f.write("%.6f\n" % time.monotonic())
+                f.write("%.6f\n" % stamp)
 
 
 def watchdog_gap(out, from_line):
@@ -147,7 +159,7 @@ def watchdog_gap(out, from_line):
     if not stamps:
         print("gap_ms=none pings=0 (no keep-alive at all)")
         return
-    stamps.append(time.monotonic())
+    stamps.append(time.time())
     gap = max(b - a for a, b in zip(stamps, stamps[1:]))
     print("gap_ms=%d pings=%d" % (gap * 1e3, len(stamps) - 1))
 

@@ -248,7 +248,7 @@ int dir_watch_left_behind(struct redirect *r, int src);
 /* For the idle timeout: changes whenever the verdict runs or the kernel's backlog toward a
  * reader changes (queue probe only). */
 uint64_t redirect_kernel_runs(struct redirect *r);
-uint64_t redirect_kernel_backlog(struct redirect *r);
+uint64_t redirect_kernel_backlog(struct redirect *r, bool *known);
 
 /* ---- redirect_inject.c ---- */
 

@@ -162,15 +162,20 @@ static bool waits_for_target(struct redirect *r, int src)
 	return qi.backlog_skbs || qi.partial_bytes;
 }
 
-/* What the kernel still holds toward direction src's reader, as one number; 0 without the probe. */
-static uint64_t backlog_mark(struct redirect *r, int src)
+/*
+ * What the kernel still holds toward direction src's reader, as one number; 0 without the
+ * probe, or when it failed, and then *known is cleared.
+ */
+static uint64_t backlog_mark(struct redirect *r, int src, bool *known)
 {
 	struct endpoint *dst = &r->ep[1 - src];
 	struct vsockmap_queue_info qi;
 
 	if (dataplane_features(r->env->dp)->drain != DRAIN_PROBE ||
-	    dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi))
+	    dataplane_queue_info(r->env->dp, dst->fd, dst->cookie, 0, loop_tick(r), &qi)) {
+		*known = false;
 		return 0;
+	}
 	return ((uint64_t)qi.backlog_skbs << 32) + qi.partial_bytes;
 }
 
@@ -186,9 +191,10 @@ uint64_t redirect_kernel_runs(struct redirect *r)
 	return verdict_runs(r, CLIENT) + verdict_runs(r, TARGET);
 }
 
-uint64_t redirect_kernel_backlog(struct redirect *r)
+uint64_t redirect_kernel_backlog(struct redirect *r, bool *known)
 {
-	return backlog_mark(r, CLIENT) + (backlog_mark(r, TARGET) << 1);
+	*known = true;
+	return backlog_mark(r, CLIENT, known) + (backlog_mark(r, TARGET, known) << 1);
 }
 
 /*
